@@ -1,0 +1,188 @@
+//! Builds the device code: every kernel the tuning files and the fallback set name,
+//! for gfx942 and gfx950 (HIP mode, code objects) and sm_90 (CUDA mode, PTX), with
+//! clang >= 19 and no ROCm or CUDA installation; embeds them in the library.
+//! Also gives the cdylib its soname.
+
+#[path = "src/tuning/schema.rs"]
+#[allow(dead_code)]
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use schema::{FallbackFile, TuningFile, compiled_set, target};
+
+const ARCHES: [&str; 3] = ["gfx942", "gfx950", "sm90"];
+const MIN_CLANG: u32 = 19;
+
+fn main() {
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libskinnylt.so.0");
+    for p in ["build.rs", "src/tuning/schema.rs", "kernels", "tuning"] {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    for f in walk(Path::new("kernels")) {
+        println!("cargo:rerun-if-changed={}", f.display());
+    }
+    for v in ["SKINNYLT_CLANG", "ROCM_PATH", "PATH"] {
+        println!("cargo:rerun-if-env-changed={v}");
+    }
+
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let (clang, version) = find_clang().unwrap_or_else(|| {
+        panic!(
+            "\n\nskinnylt needs clang >= {MIN_CLANG} (with lld) to build its GPU kernels for gfx942, gfx950 and sm_90.\n\
+             Install one, e.g. on Debian/Ubuntu:\n    sudo apt-get install clang-22 lld-22\n\
+             or point SKINNYLT_CLANG at a clang binary (ROCm's is found through $ROCM_PATH/llvm/bin/clang).\n\n"
+        )
+    });
+
+    let fallback: FallbackFile = serde_json::from_str(&read("tuning/fallback.json")).expect("tuning/fallback.json");
+    let jobs: Vec<_> = ARCHES
+        .iter()
+        .map(|arch| {
+            let tuning: TuningFile =
+                serde_json::from_str(&read(&format!("tuning/{arch}.json"))).unwrap_or_else(|e| panic!("tuning/{arch}.json: {e}"));
+            assert_eq!(tuning.arch, *arch, "tuning/{arch}.json names arch {}", tuning.arch);
+            let facts = target(arch).unwrap();
+            let set = compiled_set(arch, &tuning, &fallback);
+            for (_, c) in &set {
+                if let Err(e) = c.check(&facts) {
+                    panic!("tuning/{arch}.json or fallback.json lists an invalid {arch} kernel: {e}");
+                }
+            }
+            (arch.to_string(), set)
+        })
+        .collect();
+
+    // One thread per target: three independent clang runs.
+    let handles: Vec<_> = jobs
+        .iter()
+        .cloned()
+        .map(|(arch, set)| {
+            let (clang, out) = (clang.clone(), out.clone());
+            std::thread::spawn(move || compile(&clang, &out, &arch, &set))
+        })
+        .collect();
+    let images: Vec<PathBuf> = handles.into_iter().map(|h| h.join().expect("compile thread")).collect();
+
+    let mut generated = String::new();
+    generated.push_str(&format!("pub const BUILT_WITH: &str = {:?};\n", version));
+    generated.push_str("pub static CATALOG: &[ArchKernels] = &[\n");
+    for ((arch, set), image) in jobs.iter().zip(&images) {
+        let arch_variant = match arch.as_str() {
+            "gfx942" => "Gfx942",
+            "gfx950" => "Gfx950",
+            _ => "Sm90",
+        };
+        generated.push_str(&format!(
+            "  ArchKernels {{ arch: Arch::{arch_variant}, image: include_bytes!({:?}), kernels: &[\n",
+            image.display().to_string()
+        ));
+        for (d, c) in set {
+            generated.push_str(&format!(
+                "    KernelEntry {{ name: {:?}, dtype: DType::{:?}, config: KernelConfig {{ family: Family::Splitk, tile_m: {}, tile_n: {}, tile_k: {}, stages: {}, warps: {:?}, b_to_lds: {} }} }},\n",
+                c.name(*d), d, c.tile_m, c.tile_n, c.tile_k, c.stages, c.warps, c.b_to_lds
+            ));
+        }
+        generated.push_str("  ] },\n");
+    }
+    generated.push_str("];\n");
+    std::fs::write(out.join("kernels_gen.rs"), generated).unwrap();
+}
+
+fn read(p: &str) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() { v.extend(walk(&p)) } else { v.push(p) }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// `SKINNYLT_CLANG`, then `$ROCM_PATH/llvm/bin/clang`, then versioned clangs on PATH,
+/// newest first, then plain `clang`; the first that reports a version >= 19.
+fn find_clang() -> Option<(String, String)> {
+    let mut c: Vec<String> = Vec::new();
+    if let Ok(p) = std::env::var("SKINNYLT_CLANG") {
+        c.push(p);
+    }
+    if let Ok(r) = std::env::var("ROCM_PATH") {
+        c.push(format!("{r}/llvm/bin/clang"));
+    }
+    for v in (MIN_CLANG..=30).rev() {
+        c.push(format!("clang-{v}"));
+    }
+    c.push("clang".into());
+    c.into_iter().find_map(|bin| {
+        let out = Command::new(&bin).arg("--version").output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let first = text.lines().next()?.to_owned();
+        let ver: u32 = first.split("version ").nth(1)?.split('.').next()?.trim().parse().ok()?;
+        (ver >= MIN_CLANG).then_some((bin, first))
+    })
+}
+
+/// Writes the instances of one target and compiles them; returns the image path.
+fn compile(clang: &str, out: &Path, arch: &str, set: &[(schema::DType, schema::KernelConfig)]) -> PathBuf {
+    let mut src = String::from("// Generated by build.rs: the kernels of tuning/{arch}.json and fallback.json.\n#include \"splitk_gemm.h\"\n");
+    for (d, c) in set {
+        let [wm, wn, wk] = c.warps;
+        src.push_str(&format!(
+            "SK_SPLITK_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {})\n",
+            c.name(*d),
+            d.device_type(),
+            c.tile_m,
+            c.tile_n,
+            c.tile_k,
+            c.stages,
+            wm,
+            wn,
+            wk,
+            c.b_to_lds
+        ));
+    }
+    let cpp = out.join(format!("instances_{arch}.cpp"));
+    std::fs::write(&cpp, src).unwrap();
+    let kernels = std::fs::canonicalize("kernels").unwrap();
+    let mut cmd = Command::new(clang);
+    cmd.args(["-std=c++17", "-O3", "-Wall", "-Werror", "-Wno-unused-function"]).arg("-I").arg(&kernels);
+    let image = if arch == "sm90" {
+        let ptx = out.join("sm90.ptx");
+        cmd.args(["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-gpu-arch=sm_90", "--cuda-device-only"])
+            .args(["--cuda-feature=+ptx85", "-S", "-o"])
+            .arg(&ptx);
+        ptx
+    } else {
+        let hsaco = out.join(format!("{arch}.hsaco"));
+        cmd.args(["-x", "hip", "-nogpulib", "-nogpuinc", "--cuda-device-only", "--no-gpu-bundle-output"])
+            .arg(format!("--offload-arch={arch}"))
+            .arg("-o")
+            .arg(&hsaco);
+        hsaco
+    };
+    cmd.arg(&cpp);
+    let res = cmd.output().unwrap_or_else(|e| panic!("running {clang}: {e}"));
+    if !res.status.success() {
+        panic!(
+            "compiling the {arch} kernels failed ({:?}):\n{}\n(if the error is about ld.lld, install lld, e.g. `apt-get install lld-22`)",
+            cmd,
+            String::from_utf8_lossy(&res.stderr)
+        );
+    }
+    if arch == "sm90" {
+        // The CUDA driver takes PTX as a NUL-terminated string.
+        let mut text = std::fs::read(&image).unwrap();
+        text.push(0);
+        let z = out.join("sm90.ptx0");
+        std::fs::write(&z, text).unwrap();
+        return z;
+    }
+    image
+}

@@ -1,0 +1,120 @@
+// gfx942 / gfx950 pieces of the prelude (HIP mode, -nogpulib -nogpuinc).
+#pragma once
+
+#define SK_DEVICE __attribute__((device)) SK_INLINE
+#define SK_KERNEL(threads) extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, threads)))
+// Static LDS on AMD, so the code object's metadata states the size (audited).
+#define SK_LDS_DECL(name, bytes) __attribute__((shared)) __attribute__((aligned(16))) char name[bytes]
+
+constexpr int WAVE = 64;
+constexpr int ATOM_TOKS = 16;    // MFMA 16x16: weights are the A rows, tokens the B columns
+constexpr int ATOM_A_PIECES = 1;
+constexpr bool COPY_BY_WAVE = true;   // global_load_lds writes LDS at M0 + lane*size
+#if defined(__gfx950__)
+constexpr int COPY_BYTES = 16;   // global_load_lds_dwordx4 (gfx950 only)
+#else
+constexpr int COPY_BYTES = 4;    // global_load_lds_dword: the widest direct-to-LDS load of gfx942
+#endif
+
+SK_DEVICE int thread_id() { return __builtin_amdgcn_workitem_id_x(); }
+SK_DEVICE int block_x() { return __builtin_amdgcn_workgroup_id_x(); }
+SK_DEVICE int block_y() { return __builtin_amdgcn_workgroup_id_y(); }
+SK_DEVICE void barrier() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+// Bank rules (seed 002): gfx942 has 32 banks (128 B per cycle), gfx950 64 banks
+// (256 B). The MFMA atom's LDS reads take, per cycle, lanes 0..7 (gfx942) or
+// 0..15 (gfx950) = rows 0..7 / 0..15 of one chunk column; the swizzle makes those
+// rows hit distinct 16-B bank groups.
+template <int ROW_BYTES>
+SK_DEVICE int target_swizzle(int row) {
+#if defined(__gfx950__)
+  if constexpr (ROW_BYTES == 128) return (row >> 1) & 7;  // two rows per 256 B line
+  else return row & 15;
+#else
+  return ((row & 1) << 2) | ((row >> 1) & 3);
+#endif
+}
+
+typedef __attribute__((address_space(3))) char lds_char;
+
+typedef __attribute__((address_space(3))) const u32x4 lds_u32x4;
+// Through an LDS-typed pointer, so the load is a ds_read_b128, not a flat load.
+SK_DEVICE u32x4 lds_load16(const char* p) { return *(lds_u32x4*)p; }
+
+SK_DEVICE u32x4 global_load16(const void* p) {
+  // Weights are streamed once: non-temporal.
+  return __builtin_nontemporal_load((const u32x4*)p);
+}
+
+// Direct global -> LDS copy of COPY_BYTES per lane. `lds_wave_base` is the wave's
+// (uniform) destination; lane l writes lds_wave_base + l*COPY_BYTES. Out-of-range
+// lanes read from a zero page instead, since the instruction has no zero-fill.
+SK_DEVICE void copy_async(char* /*lds*/, char* lds_wave_base, const void* g, bool valid, const void* zeros) {
+  const void* src = valid ? g : zeros;
+  __builtin_amdgcn_global_load_lds((__attribute__((address_space(1))) void*)(void*)src, (lds_char*)lds_wave_base,
+                                   COPY_BYTES, 0, 0);
+}
+SK_DEVICE void copy_commit() {}
+// s_waitcnt vmcnt(N): gfx9 encoding, vmcnt in bits [3:0] and [15:14], expcnt (7)
+// and lgkmcnt (15) left at "no wait".
+template <int PENDING, int COPIES_PER_STAGE>
+SK_DEVICE void copy_wait() {
+  constexpr int n = PENDING * COPIES_PER_STAGE;
+  static_assert(n <= 63, "vmcnt has 6 bits: fewer stages or larger copies");
+  __builtin_amdgcn_s_waitcnt((n & 15) | ((n >> 4) << 14) | (7 << 4) | (15 << 8));
+}
+
+// ---- split-K handshake: agent-scope release/acquire (MI300's XCDs have their
+// own L2s: release writes back L2 (buffer_wbl2 sc1), acquire invalidates (buffer_inv sc1)).
+SK_DEVICE void fence_release_device() { __scoped_atomic_thread_fence(__ATOMIC_RELEASE, __MEMORY_SCOPE_DEVICE); }
+SK_DEVICE void fence_acquire_device() { __scoped_atomic_thread_fence(__ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE); }
+SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
+  return __scoped_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __MEMORY_SCOPE_DEVICE);
+}
+SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
+SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
+SK_DEVICE void store_partial(float* p, f32x4 v) { *(f32x4*)p = v; }
+
+// ---- the matrix atom ----
+// Lane l: i = l%16 (A row / B column), g = l/16 (k group). Each operand piece is
+// the 8 consecutive k [8g, 8g+8) of the 32-k step.
+// gfx950 v_mfma_f32_16x16x32_{bf16,f16}: A lane holds row l%16, k 8(l/16)+j — the
+// piece exactly (research/kernel_anchors.md §5.1, CDNA4 rows).
+// gfx942 v_mfma_f32_16x16x16{bf16_1k,f16}: A lane holds row l%16, k 4(l/16)+j; two
+// MFMAs per 32 k, fed the piece's first and second halves — the same k permutation
+// for A and B, so the sum is unchanged (calculator output, §5.1 CDNA3 rows).
+// D (both): lane l holds rows 4(l/16)+r, column l%16.
+SK_DEVICE void atom_a_piece(int lane, int /*j*/, int& row, int& piece) { row = lane & 15; piece = lane >> 4; }
+SK_DEVICE void atom_b_piece(int lane, int& tok, int& piece) { tok = lane & 15; piece = lane >> 4; }
+SK_DEVICE void atom_acc_coord(int lane, int r, int& row, int& tok) { row = 4 * (lane >> 4) + r; tok = lane & 15; }
+
+typedef short s16x4 __attribute__((ext_vector_type(4)));
+typedef _Float16 h16x4 __attribute__((ext_vector_type(4)));
+typedef __bf16 b16x8 __attribute__((ext_vector_type(8)));
+typedef _Float16 h16x8 __attribute__((ext_vector_type(8)));
+
+template <typename T>
+SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
+  f32x4 c = {acc[0], acc[1], acc[2], acc[3]};
+#if defined(__gfx950__)
+  if constexpr (T::id == 0)
+    c = __builtin_amdgcn_mfma_f32_16x16x32_bf16(__builtin_bit_cast(b16x8, a[0]), __builtin_bit_cast(b16x8, b), c, 0, 0, 0);
+  else
+    c = __builtin_amdgcn_mfma_f32_16x16x32_f16(__builtin_bit_cast(h16x8, a[0]), __builtin_bit_cast(h16x8, b), c, 0, 0, 0);
+#else
+  typedef u32 u32x2 __attribute__((ext_vector_type(2)));
+  u32x2 a_lo = {a[0].x, a[0].y}, a_hi = {a[0].z, a[0].w}, b_lo = {b.x, b.y}, b_hi = {b.z, b.w};
+  if constexpr (T::id == 0) {
+    c = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(s16x4, a_lo), __builtin_bit_cast(s16x4, b_lo), c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(s16x4, a_hi), __builtin_bit_cast(s16x4, b_hi), c, 0, 0, 0);
+  } else {
+    c = __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(h16x4, a_lo), __builtin_bit_cast(h16x4, b_lo), c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(h16x4, a_hi), __builtin_bit_cast(h16x4, b_hi), c, 0, 0, 0);
+  }
+#endif
+  acc[0] = c.x; acc[1] = c.y; acc[2] = c.z; acc[3] = c.w;
+}

@@ -1,0 +1,108 @@
+// sm_90 pieces of the prelude (clang CUDA mode, -nocudainc: builtins and inline PTX only).
+#pragma once
+
+#define SK_DEVICE __attribute__((device)) SK_INLINE
+#define SK_KERNEL(threads) extern "C" __attribute__((global)) __attribute__((launch_bounds(threads)))
+// Shared memory is dynamic on NVIDIA: configs beyond 48 KiB need the opt-in the
+// runtime makes at load time.
+#define SK_LDS_DECL(name, bytes) extern __attribute__((shared)) __attribute__((aligned(16))) char name[]
+
+constexpr int WAVE = 32;
+constexpr int ATOM_TOKS = 8;     // mma.m16n8k16: weights on the 16-row side ("swap AB")
+constexpr int ATOM_A_PIECES = 2; // rows g and g+8
+constexpr int COPY_BYTES = 16;   // cp.async.cg 16 B
+constexpr bool COPY_BY_WAVE = false;  // each thread picks its own LDS destination
+
+SK_DEVICE int thread_id() { return __nvvm_read_ptx_sreg_tid_x(); }
+SK_DEVICE int block_x() { return __nvvm_read_ptx_sreg_ctaid_x(); }
+SK_DEVICE int block_y() { return __nvvm_read_ptx_sreg_ctaid_y(); }
+SK_DEVICE void barrier() { __nvvm_bar_sync(0); }
+
+// Swizzle for 32 banks of 4 B (128 B per 8 lanes of a 16-B access). The atom's
+// reads take rows {2j, 2j+1} x 4 chunks per 8 lanes: the two rows must land in
+// different 64-B halves, and rows 0..7 reading one chunk (AMD-like patterns in
+// the X tile) must be a permutation.
+template <int ROW_BYTES>
+SK_DEVICE int target_swizzle(int row) { return ((row & 1) << 2) | ((row >> 1) & 3); }
+
+SK_DEVICE u32 smem_addr(const void* p) {
+  return (u32)(u64)(const __attribute__((address_space(3))) void*)p;
+}
+
+SK_DEVICE u32x4 lds_load16(const char* p) {
+  u32x4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_addr(p)));
+  return v;
+}
+
+SK_DEVICE u32x4 global_load16(const void* p) {
+  u32x4 v;
+  // Streamed once: L1-bypassing, evict-first in L2.
+  asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// Asynchronous 16-B copy global -> LDS at the thread's own destination; zero-fills when !valid.
+SK_DEVICE void copy_async(char* lds, char* /*group_base*/, const void* g, bool valid, const void* /*zeros*/) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+               :: "r"(smem_addr(lds)), "l"(g), "r"(valid ? 16 : 0) : "memory");
+}
+SK_DEVICE void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `PENDING` committed stages are still in flight.
+template <int PENDING, int COPIES_PER_STAGE>
+SK_DEVICE void copy_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory"); }
+
+// ---- split-K handshake: device-scope release/acquire ----
+SK_DEVICE void fence_release_device() { __scoped_atomic_thread_fence(__ATOMIC_RELEASE, __MEMORY_SCOPE_DEVICE); }
+SK_DEVICE void fence_acquire_device() { __scoped_atomic_thread_fence(__ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE); }
+SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
+  return __scoped_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __MEMORY_SCOPE_DEVICE);
+}
+SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
+// Partials written by other CTAs: read at L2 (L1 is not coherent).
+SK_DEVICE f32x4 load_partial(const float* p) {
+  f32x4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+  return v;
+}
+SK_DEVICE void store_partial(float* p, f32x4 v) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
+// ---- the matrix atom: mma.sync.m16n8k16, two per 32 k ----
+// Lane (g = lane/4, t = lane%4). Each operand piece is 8 consecutive k of one row.
+// The k order inside the 32-k step is permuted identically for A and B (a dot
+// product does not care): lane t owns real k [8t, 8t+8), which it feeds as the
+// mma's k {2t,2t+1,2t+8,2t+9} of step 0 (words 0,1) and of step 1 (words 2,3).
+// So both operands load as one 16-B run per row — no ldmatrix, no shuffles.
+// Layouts: PTX ISA "Matrix Fragments for mma.m16n8k16 with floating point type"
+// (research/nvidia_side.md §1.5).
+SK_DEVICE void atom_a_piece(int lane, int j, int& row, int& piece) { row = (lane >> 2) + 8 * j; piece = lane & 3; }
+SK_DEVICE void atom_b_piece(int lane, int& tok, int& piece) { tok = lane >> 2; piece = lane & 3; }
+// Accumulator r of a lane holds D(row, tok).
+SK_DEVICE void atom_acc_coord(int lane, int r, int& row, int& tok) {
+  row = (lane >> 2) + 8 * (r >> 1);
+  tok = 2 * (lane & 3) + (r & 1);
+}
+
+template <typename T> struct mma_name;
+SK_DEVICE void mma16816(bf16_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+SK_DEVICE void mma16816(f16_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <typename T>
+SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
+  // a[0] = row g, a[1] = row g+8; mma A regs: (g,k0-1) (g+8,k0-1) (g,k8-9) (g+8,k8-9).
+  mma16816(T{}, acc, a[0].x, a[1].x, a[0].y, a[1].y, b.x, b.y);
+  mma16816(T{}, acc, a[0].z, a[1].z, a[0].w, a[1].w, b.z, b.w);
+}

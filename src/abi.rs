@@ -1,0 +1,196 @@
+//! The hipBLASLt C ABI: types, sizes and enum values, exactly as `hipblaslt.h`
+//! defines them (facts and sources: `shared/research/hipblaslt_api.md` §1–§2).
+//!
+//! Everything here is plain data. Enums cross the ABI as C `int`, so they are kept
+//! as integer newtypes/constants: a caller may pass any value, and an unknown one
+//! must be representable (and forwarded), never undefined behaviour.
+
+use std::ffi::c_void;
+
+/// `hipblasStatus_t` (hipblas-common.h).
+pub type Status = i32;
+pub const STATUS_SUCCESS: Status = 0;
+pub const STATUS_NOT_INITIALIZED: Status = 1;
+pub const STATUS_ALLOC_FAILED: Status = 2;
+pub const STATUS_INVALID_VALUE: Status = 3;
+pub const STATUS_MAPPING_ERROR: Status = 4;
+pub const STATUS_EXECUTION_FAILED: Status = 5;
+pub const STATUS_INTERNAL_ERROR: Status = 6;
+pub const STATUS_NOT_SUPPORTED: Status = 7;
+pub const STATUS_ARCH_MISMATCH: Status = 8;
+pub const STATUS_HANDLE_IS_NULLPTR: Status = 9;
+pub const STATUS_INVALID_ENUM: Status = 10;
+pub const STATUS_UNKNOWN: Status = 11;
+
+/// `hipblasOperation_t`.
+pub const OP_N: i32 = 111;
+pub const OP_T: i32 = 112;
+pub const OP_C: i32 = 113;
+
+/// `hipblasComputeType_t` values we care about (all others are forwarded).
+pub const COMPUTE_32F: i32 = 2;
+
+/// `hipDataType` values we care about.
+pub const R_32F: i32 = 0;
+pub const R_16F: i32 = 2;
+pub const R_16BF: i32 = 14;
+/// `HIPBLASLT_DATATYPE_INVALID`: the value BIAS_DATA_TYPE holds until set.
+pub const DATATYPE_INVALID: i32 = 255;
+
+/// `hipblasLtMatmulDescAttributes_t` (values per version in the research doc §2.5).
+pub mod desc_attr {
+    pub const TRANSA: i32 = 0;
+    pub const TRANSB: i32 = 1;
+    pub const EPILOGUE: i32 = 2;
+    pub const BIAS_POINTER: i32 = 3;
+    pub const BIAS_DATA_TYPE: i32 = 4;
+    pub const A_SCALE_POINTER: i32 = 5;
+    pub const B_SCALE_POINTER: i32 = 6;
+    pub const C_SCALE_POINTER: i32 = 7;
+    pub const D_SCALE_POINTER: i32 = 8;
+    pub const EPILOGUE_AUX_SCALE_POINTER: i32 = 9;
+    pub const EPILOGUE_AUX_POINTER: i32 = 10;
+    pub const EPILOGUE_AUX_LD: i32 = 11;
+    pub const EPILOGUE_AUX_BATCH_STRIDE: i32 = 12;
+    pub const POINTER_MODE: i32 = 13;
+    pub const AMAX_D_POINTER: i32 = 14;
+    pub const EPILOGUE_AUX_DATA_TYPE: i32 = 22;
+    pub const BIAS_BATCH_STRIDE: i32 = 23;
+    pub const A_SCALE_MODE: i32 = 31;
+    pub const B_SCALE_MODE: i32 = 32;
+    pub const SM_COUNT_TARGET: i32 = 33;
+    pub const COMPUTE_INPUT_TYPE_A_EXT: i32 = 100;
+    pub const COMPUTE_INPUT_TYPE_B_EXT: i32 = 101;
+    /// 6.3/6.4: A_SCALE_POINTER_VEC_EXT; >= 7.1: EPILOGUE_ACT_ARG0_EXT.
+    pub const VERSIONED_102: i32 = 102;
+    /// 6.3/6.4: B_SCALE_POINTER_VEC_EXT; >= 7.1: EPILOGUE_ACT_ARG1_EXT.
+    pub const VERSIONED_103: i32 = 103;
+    pub const STREAMK_TILE_SCHEDULING_EXT: i32 = 104;
+    pub const UNIFORM_SUMMATION_ORDER_EXT: i32 = 105;
+    pub const FUSED_EPILOGUE: i32 = 106;
+
+    /// Payload size hipBLASLt copies for each attribute it knows (any version).
+    /// `None`: not an attribute of any hipBLASLt version we know of.
+    pub fn payload_size(attr: i32) -> Option<usize> {
+        Some(match attr {
+            TRANSA | TRANSB | EPILOGUE | BIAS_DATA_TYPE | POINTER_MODE => 4,
+            EPILOGUE_AUX_DATA_TYPE | BIAS_BATCH_STRIDE | A_SCALE_MODE | B_SCALE_MODE => 4,
+            SM_COUNT_TARGET | COMPUTE_INPUT_TYPE_A_EXT | COMPUTE_INPUT_TYPE_B_EXT => 4,
+            STREAMK_TILE_SCHEDULING_EXT | UNIFORM_SUMMATION_ORDER_EXT => 4,
+            EPILOGUE_AUX_LD | EPILOGUE_AUX_BATCH_STRIDE => 8,
+            BIAS_POINTER | A_SCALE_POINTER | B_SCALE_POINTER | C_SCALE_POINTER
+            | D_SCALE_POINTER | EPILOGUE_AUX_SCALE_POINTER | EPILOGUE_AUX_POINTER
+            | AMAX_D_POINTER | FUSED_EPILOGUE => 8,
+            // A pointer (6.3/6.4) or a float (>= 7.1): hipBLASLt copies sizeof(field).
+            VERSIONED_102 | VERSIONED_103 => return None,
+            _ => return None,
+        })
+    }
+}
+
+/// `hipblasLtEpilogue_t` values we run ourselves.
+pub const EPILOGUE_DEFAULT: u32 = 1;
+pub const EPILOGUE_BIAS: u32 = 4;
+
+/// `hipblasLtPointerMode_t`: HOST is 0 in every version.
+pub const POINTER_MODE_HOST: i32 = 0;
+
+/// `hipblasLtMatrixLayoutAttribute_t`.
+pub mod layout_attr {
+    pub const BATCH_COUNT: i32 = 0;
+    pub const STRIDED_BATCH_OFFSET: i32 = 1;
+    pub const TYPE: i32 = 2;
+    pub const ORDER: i32 = 3;
+    pub const ROWS: i32 = 4;
+    pub const COLS: i32 = 5;
+    pub const LD: i32 = 6;
+    pub const BATCH_MODE: i32 = 7;
+    pub const OFFSET: i32 = 8;
+
+    pub fn payload_size(attr: i32) -> Option<usize> {
+        Some(match attr {
+            BATCH_COUNT | TYPE | ORDER | BATCH_MODE => 4,
+            STRIDED_BATCH_OFFSET | ROWS | COLS | LD | OFFSET => 8,
+            _ => return None,
+        })
+    }
+}
+
+/// `hipblasLtOrder_t`.
+pub const ORDER_COL: i32 = 0;
+
+/// `hipblasLtMatmulPreferenceAttributes_t`.
+pub mod pref_attr {
+    pub const SEARCH_MODE: i32 = 0;
+    pub const MAX_WORKSPACE_BYTES: i32 = 1;
+}
+
+/// Opaque handle and descriptor pointer types (the pointee is never read by us
+/// unless we created it).
+pub type Handle = *mut c_void;
+pub type MatmulDesc = *mut c_void;
+pub type MatrixLayout = *mut c_void;
+pub type MatmulPreference = *mut c_void;
+pub type MatrixTransformDesc = *mut c_void;
+pub type FusedEpilogueDesc = *mut c_void;
+pub type RmsNormDesc = *mut c_void;
+/// `hipStream_t` (a `CUstream` when the runtime is CUDA).
+pub type Stream = *mut c_void;
+
+/// `hipblasLtMatmulAlgo_t`: 24 bytes, align 8.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MatmulAlgo {
+    pub data: [u8; 16],
+    pub max_workspace_bytes: usize,
+}
+
+/// `hipblasLtMatmulHeuristicResult_t`: 56 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HeuristicResult {
+    pub algo: MatmulAlgo,
+    pub workspace_size: usize,
+    pub state: Status,
+    pub waves_count: f32,
+    pub reserved: [i32; 4],
+}
+
+const _: () = assert!(std::mem::size_of::<MatmulAlgo>() == 24);
+const _: () = assert!(std::mem::align_of::<MatmulAlgo>() == 8);
+const _: () = assert!(std::mem::size_of::<HeuristicResult>() == 56);
+const _: () = assert!(std::mem::offset_of!(HeuristicResult, workspace_size) == 24);
+const _: () = assert!(std::mem::offset_of!(HeuristicResult, state) == 32);
+const _: () = assert!(std::mem::offset_of!(HeuristicResult, waves_count) == 36);
+
+/// Tags the algo bytes of skinnylt's own heuristic results (standalone mode), so a
+/// later `hipblasLtMatmul` can recognise them; bytes 0..4 stay an `int` solution
+/// index as clients expect (`getIndexFromAlgo` reads them), negative = not Tensile.
+pub const OWN_ALGO_MAGIC: [u8; 4] = *b"SKLT";
+
+/// `hipDataType` element size for the types we run, `None` for any other.
+pub fn element_bytes(dtype: i32) -> Option<usize> {
+    match dtype {
+        R_16F | R_16BF => Some(2),
+        R_32F => Some(4),
+        _ => None,
+    }
+}
+
+/// A readable name for a status (logs, CLI).
+pub fn status_name(s: Status) -> &'static str {
+    match s {
+        STATUS_SUCCESS => "SUCCESS",
+        STATUS_NOT_INITIALIZED => "NOT_INITIALIZED",
+        STATUS_ALLOC_FAILED => "ALLOC_FAILED",
+        STATUS_INVALID_VALUE => "INVALID_VALUE",
+        STATUS_MAPPING_ERROR => "MAPPING_ERROR",
+        STATUS_EXECUTION_FAILED => "EXECUTION_FAILED",
+        STATUS_INTERNAL_ERROR => "INTERNAL_ERROR",
+        STATUS_NOT_SUPPORTED => "NOT_SUPPORTED",
+        STATUS_ARCH_MISMATCH => "ARCH_MISMATCH",
+        STATUS_HANDLE_IS_NULLPTR => "HANDLE_IS_NULLPTR",
+        STATUS_INVALID_ENUM => "INVALID_ENUM",
+        _ => "UNKNOWN",
+    }
+}

@@ -1,0 +1,646 @@
+//! hipBLASLt semantics behind the C face: forward to the real library and shadow
+//! what it was told, or, in standalone mode, be the library.
+//!
+//! Interposed: every call goes to the real hipBLASLt with its arguments unchanged
+//! and its status comes back unchanged; on success the side table learns the new
+//! state. Callers always hold the real library's own pointers.
+//! Standalone (no real hipBLASLt): descriptors are skinnylt's own objects, argument
+//! checks return the statuses hipBLASLt returns (research doc §5), and unsupported
+//! problems get `HIPBLAS_STATUS_NOT_SUPPORTED`.
+
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::abi::*;
+use crate::real::{self, RealLib};
+use crate::route::{self, Call, Pointers, Policy, Reason};
+use crate::shadow::{self, DescState, LayoutState, Owner, PrefState};
+use crate::{engine, stats};
+
+/// The hipBLASLt ABI level skinnylt implements in standalone mode (hipBLASLt 1.2,
+/// ROCm 7.2): `hipblasLtGetVersion` reports it, and version-dependent attribute
+/// values are read with its meaning.
+pub const OWN_ABI_VERSION: i32 = 100200;
+
+/// `hipblasLtGetVersion` of the real library, 0 until the first handle exists.
+static REAL_VERSION: AtomicI32 = AtomicI32::new(0);
+
+/// The version by which version-dependent values are interpreted.
+pub fn abi_version() -> Option<i32> {
+    match real::get() {
+        None => Some(OWN_ABI_VERSION),
+        Some(_) => match REAL_VERSION.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v),
+        },
+    }
+}
+
+/// Calls a real-library function with the re-entrancy flag set.
+macro_rules! real_call {
+    ($lib:expr, $name:ident($($arg:expr),*)) => {
+        match $lib.fns.$name {
+            #[allow(unused_unsafe)]
+            Some(f) => $crate::real::call(|| unsafe { f($($arg),*) }),
+            None => $crate::abi::STATUS_NOT_SUPPORTED,
+        }
+    };
+}
+pub(crate) use real_call;
+
+// ---------------------------------------------------------------- attributes
+
+/// Which attribute family a Set/Get call addresses.
+#[derive(Clone, Copy)]
+enum Family {
+    Layout,
+    Desc,
+    Pref,
+}
+
+/// Payload size of an attribute in standalone mode (our own ABI version), `None`
+/// for an attribute hipBLASLt would reject with INVALID_VALUE.
+fn own_payload_size(family: Family, attr: i32) -> Option<usize> {
+    match family {
+        Family::Layout => crate::abi::layout_attr::payload_size(attr),
+        Family::Desc => match attr {
+            // ROCm >= 7.1 meaning: activation arguments (float).
+            desc_attr::VERSIONED_102 | desc_attr::VERSIONED_103 => Some(4),
+            // develop-only attributes are not part of the 7.2 ABI we implement.
+            desc_attr::BIAS_BATCH_STRIDE
+            | desc_attr::SM_COUNT_TARGET
+            | desc_attr::STREAMK_TILE_SCHEDULING_EXT
+            | desc_attr::UNIFORM_SUMMATION_ORDER_EXT
+            | desc_attr::FUSED_EPILOGUE => None,
+            a => desc_attr::payload_size(a),
+        },
+        Family::Pref => match attr {
+            pref_attr::SEARCH_MODE => Some(4),
+            pref_attr::MAX_WORKSPACE_BYTES => Some(8),
+            _ => None,
+        },
+    }
+}
+
+/// Standalone SetAttribute: the checks hipBLASLt makes, then the value.
+unsafe fn own_set(family: Family, attr: i32, buf: *const c_void, size: usize) -> Result<u64, Status> {
+    let need = own_payload_size(family, attr).ok_or(STATUS_INVALID_VALUE)?;
+    if buf.is_null() || size < need {
+        return Err(STATUS_INVALID_VALUE);
+    }
+    Ok(unsafe { shadow::read_payload(buf.cast(), need) })
+}
+
+/// Standalone GetAttribute: writes `value` (of the attribute's size).
+unsafe fn own_get(
+    family: Family,
+    attr: i32,
+    value: u64,
+    buf: *mut c_void,
+    size: usize,
+    written: *mut usize,
+) -> Status {
+    let Some(need) = own_payload_size(family, attr) else {
+        return STATUS_INVALID_VALUE;
+    };
+    unsafe {
+        if size == 0 {
+            if written.is_null() {
+                return STATUS_INVALID_VALUE;
+            }
+            *written = need;
+            return STATUS_SUCCESS;
+        }
+        if buf.is_null() || size < need {
+            return STATUS_INVALID_VALUE;
+        }
+        std::ptr::copy_nonoverlapping(value.to_le_bytes().as_ptr(), buf.cast::<u8>(), need);
+        if !written.is_null() {
+            *written = need;
+        }
+    }
+    STATUS_SUCCESS
+}
+
+/// What a successful real SetAttribute copied: `sizeof(field)` bytes, or for an
+/// attribute we do not know, as much as fits in 8 bytes (routing forwards on it).
+unsafe fn real_payload(family: Family, attr: i32, buf: *const c_void, size: usize) -> u64 {
+    let known = match family {
+        Family::Layout => crate::abi::layout_attr::payload_size(attr),
+        Family::Desc => desc_attr::payload_size(attr),
+        Family::Pref => own_payload_size(Family::Pref, attr),
+    };
+    if buf.is_null() {
+        return 0;
+    }
+    unsafe { shadow::read_payload(buf.cast(), known.unwrap_or(size).min(size)) }
+}
+
+// ---------------------------------------------------------------- version, arch
+
+pub unsafe fn get_version(handle: Handle, version: *mut i32) -> Status {
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtGetVersion(handle, version));
+    }
+    if handle.is_null() {
+        return STATUS_NOT_INITIALIZED;
+    }
+    if version.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    unsafe { *version = OWN_ABI_VERSION };
+    STATUS_SUCCESS
+}
+
+pub unsafe fn get_git_revision(handle: Handle, rev: *mut c_char) -> Status {
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtGetGitRevision(handle, rev));
+    }
+    if handle.is_null() {
+        return STATUS_NOT_INITIALIZED;
+    }
+    if rev.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    // hipBLASLt writes a short tag with no size argument; keep ours as short.
+    let tag = concat!("skinnylt-", env!("CARGO_PKG_VERSION"), "\0");
+    unsafe { std::ptr::copy_nonoverlapping(tag.as_ptr(), rev.cast::<u8>(), tag.len()) };
+    STATUS_SUCCESS
+}
+
+pub unsafe fn get_arch_name(out: *mut *mut c_char) -> Status {
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtGetArchName(out));
+    }
+    if out.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    let arch = crate::gpu::current_arch_name().unwrap_or_else(|| "unknown".to_owned());
+    unsafe {
+        // The caller frees it with free(), as with hipBLASLt's strdup'd string.
+        let p = libc::malloc(arch.len() + 1) as *mut u8;
+        if p.is_null() {
+            return STATUS_ALLOC_FAILED;
+        }
+        std::ptr::copy_nonoverlapping(arch.as_ptr(), p, arch.len());
+        *p.add(arch.len()) = 0;
+        *out = p.cast();
+    }
+    STATUS_SUCCESS
+}
+
+// ---------------------------------------------------------------- handles
+
+pub unsafe fn create(out: *mut Handle) -> Status {
+    if let Some(lib) = real::get() {
+        let s = real_call!(lib, hipblasLtCreate(out));
+        if s == STATUS_SUCCESS && !out.is_null() {
+            let h = unsafe { *out };
+            learn_real_version(lib, h);
+            engine::on_create(h as usize);
+        }
+        return s;
+    }
+    if out.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    let h = shadow::new_own_object();
+    engine::on_create(h);
+    unsafe { *out = h as Handle };
+    STATUS_SUCCESS
+}
+
+fn learn_real_version(lib: &RealLib, h: Handle) {
+    if REAL_VERSION.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let mut v = 0i32;
+    if real_call!(lib, hipblasLtGetVersion(h, &mut v)) == STATUS_SUCCESS && v > 0 {
+        REAL_VERSION.store(v, Ordering::Relaxed);
+        crate::log_info!("real hipBLASLt version {v}");
+    }
+}
+
+pub unsafe fn destroy(handle: Handle) -> Status {
+    let owned = engine::on_destroy(handle as usize);
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtDestroy(handle));
+    }
+    if handle.is_null() {
+        return STATUS_NOT_INITIALIZED;
+    }
+    if !owned {
+        return STATUS_INVALID_VALUE;
+    }
+    unsafe { shadow::free_own_object(handle as usize) };
+    STATUS_SUCCESS
+}
+
+// ---------------------------------------------------------------- descriptors
+
+/// Shared Create logic: forward (then shadow) or make our own object.
+unsafe fn create_object(
+    out: *mut *mut c_void,
+    forward: impl FnOnce(&RealLib) -> Status,
+    insert: impl FnOnce(&mut shadow::Tables, usize, Owner),
+) -> Status {
+    if let Some(lib) = real::get() {
+        let s = forward(lib);
+        if s == STATUS_SUCCESS && !out.is_null() {
+            let p = unsafe { *out } as usize;
+            shadow::write(|t| insert(t, p, Owner::Real));
+        }
+        return s;
+    }
+    if out.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    let p = shadow::new_own_object();
+    shadow::write(|t| insert(t, p, Owner::Own));
+    unsafe { *out = p as *mut c_void };
+    STATUS_SUCCESS
+}
+
+/// Shared Destroy logic: forget first (the address may be reused at once), then
+/// forward or free.
+unsafe fn destroy_object(
+    p: *mut c_void,
+    remove: impl FnOnce(&mut shadow::Tables, usize) -> Option<Owner>,
+    forward: impl FnOnce(&RealLib) -> Status,
+) -> Status {
+    let owner = shadow::write(|t| remove(t, p as usize));
+    if let Some(lib) = real::get() {
+        return forward(lib);
+    }
+    match owner {
+        Some(Owner::Own) => {
+            unsafe { shadow::free_own_object(p as usize) };
+            STATUS_SUCCESS
+        }
+        _ => STATUS_INVALID_VALUE,
+    }
+}
+
+/// Shared SetAttribute logic.
+unsafe fn set_attribute(
+    family: Family,
+    p: *mut c_void,
+    attr: i32,
+    buf: *const c_void,
+    size: usize,
+    forward: impl FnOnce(&RealLib) -> Status,
+    apply: impl FnOnce(&mut shadow::Tables, usize, i32, u64) -> bool,
+) -> Status {
+    if let Some(lib) = real::get() {
+        let s = forward(lib);
+        if s == STATUS_SUCCESS {
+            let v = unsafe { real_payload(family, attr, buf, size) };
+            shadow::write(|t| apply(t, p as usize, attr, v));
+        }
+        return s;
+    }
+    if p.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    match unsafe { own_set(family, attr, buf, size) } {
+        Ok(v) => {
+            if shadow::write(|t| apply(t, p as usize, attr, v)) {
+                STATUS_SUCCESS
+            } else {
+                STATUS_INVALID_VALUE
+            }
+        }
+        Err(s) => s,
+    }
+}
+
+pub unsafe fn layout_create(out: *mut MatrixLayout, dtype: i32, rows: u64, cols: u64, ld: i64) -> Status {
+    unsafe {
+        create_object(
+            out,
+            |lib| real_call!(lib, hipblasLtMatrixLayoutCreate(out, dtype, rows, cols, ld)),
+            |t, p, o| {
+                t.layouts.insert(p, (o, LayoutState::new(dtype, rows, cols, ld)));
+            },
+        )
+    }
+}
+
+pub unsafe fn layout_destroy(l: MatrixLayout) -> Status {
+    unsafe {
+        destroy_object(l, |t, p| t.layouts.remove(&p).map(|e| e.0), |lib| real_call!(lib, hipblasLtMatrixLayoutDestroy(l)))
+    }
+}
+
+pub unsafe fn layout_set_attribute(l: MatrixLayout, attr: i32, buf: *const c_void, size: usize) -> Status {
+    unsafe {
+        set_attribute(
+            Family::Layout,
+            l,
+            attr,
+            buf,
+            size,
+            |lib| real_call!(lib, hipblasLtMatrixLayoutSetAttribute(l, attr, buf, size)),
+            |t, p, attr, v| match t.layouts.get_mut(&p) {
+                Some((_, s)) => {
+                    s.set(attr, v);
+                    true
+                }
+                None => false,
+            },
+        )
+    }
+}
+
+pub unsafe fn layout_get_attribute(l: MatrixLayout, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtMatrixLayoutGetAttribute(l, attr, buf, size, written));
+    }
+    let v = shadow::read().as_ref().and_then(|t| t.layouts.get(&(l as usize)).map(|(_, s)| s.get(attr)));
+    match v {
+        None => STATUS_INVALID_VALUE,
+        Some(None) => STATUS_INVALID_VALUE,
+        Some(Some(v)) => unsafe { own_get(Family::Layout, attr, v, buf, size, written) },
+    }
+}
+
+pub unsafe fn desc_create(out: *mut MatmulDesc, compute: i32, scale: i32) -> Status {
+    if real::get().is_none() && !out.is_null() {
+        // hipBLASLt accepts these scale types at create time (0.11 + later additions).
+        let scale_ok = matches!(scale, R_32F | 1 | 10 | R_16F | 4 | 5);
+        if !scale_ok {
+            return STATUS_INVALID_VALUE;
+        }
+    }
+    unsafe {
+        create_object(
+            out,
+            |lib| real_call!(lib, hipblasLtMatmulDescCreate(out, compute, scale)),
+            |t, p, o| {
+                t.descs.insert(p, (o, DescState::new(compute, scale)));
+            },
+        )
+    }
+}
+
+pub unsafe fn desc_destroy(d: MatmulDesc) -> Status {
+    unsafe { destroy_object(d, |t, p| t.descs.remove(&p).map(|e| e.0), |lib| real_call!(lib, hipblasLtMatmulDescDestroy(d))) }
+}
+
+pub unsafe fn desc_set_attribute(d: MatmulDesc, attr: i32, buf: *const c_void, size: usize) -> Status {
+    unsafe {
+        set_attribute(
+            Family::Desc,
+            d,
+            attr,
+            buf,
+            size,
+            |lib| real_call!(lib, hipblasLtMatmulDescSetAttribute(d, attr, buf, size)),
+            |t, p, attr, v| match t.descs.get_mut(&p) {
+                Some((_, s)) => {
+                    s.attrs.insert(attr, v);
+                    true
+                }
+                None => false,
+            },
+        )
+    }
+}
+
+pub unsafe fn desc_get_attribute(d: MatmulDesc, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtMatmulDescGetAttribute(d, attr, buf, size, written));
+    }
+    let v = shadow::read().as_ref().and_then(|t| {
+        t.descs.get(&(d as usize)).map(|(_, s)| match attr {
+            desc_attr::TRANSA => s.trans_a() as u32 as u64,
+            desc_attr::TRANSB => s.trans_b() as u32 as u64,
+            desc_attr::EPILOGUE => s.epilogue() as u64,
+            desc_attr::BIAS_DATA_TYPE => s.bias_type() as u32 as u64,
+            a => s.attrs.get(&a).copied().unwrap_or(0),
+        })
+    });
+    match v {
+        None => STATUS_INVALID_VALUE,
+        Some(v) => unsafe { own_get(Family::Desc, attr, v, buf, size, written) },
+    }
+}
+
+pub unsafe fn pref_create(out: *mut MatmulPreference) -> Status {
+    unsafe {
+        create_object(
+            out,
+            |lib| real_call!(lib, hipblasLtMatmulPreferenceCreate(out)),
+            |t, p, o| {
+                t.prefs.insert(p, (o, PrefState::default()));
+            },
+        )
+    }
+}
+
+pub unsafe fn pref_destroy(p: MatmulPreference) -> Status {
+    unsafe { destroy_object(p, |t, k| t.prefs.remove(&k).map(|e| e.0), |lib| real_call!(lib, hipblasLtMatmulPreferenceDestroy(p))) }
+}
+
+pub unsafe fn pref_set_attribute(p: MatmulPreference, attr: i32, buf: *const c_void, size: usize) -> Status {
+    unsafe {
+        set_attribute(
+            Family::Pref,
+            p,
+            attr,
+            buf,
+            size,
+            |lib| real_call!(lib, hipblasLtMatmulPreferenceSetAttribute(p, attr, buf, size)),
+            |t, k, attr, v| match t.prefs.get_mut(&k) {
+                Some((_, s)) => {
+                    s.attrs.insert(attr, v);
+                    true
+                }
+                None => false,
+            },
+        )
+    }
+}
+
+pub unsafe fn pref_get_attribute(p: MatmulPreference, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
+    if let Some(lib) = real::get() {
+        return real_call!(lib, hipblasLtMatmulPreferenceGetAttribute(p, attr, buf, size, written));
+    }
+    let v = shadow::read().as_ref().and_then(|t| t.prefs.get(&(p as usize)).map(|(_, s)| s.attrs.get(&attr).copied().unwrap_or(0)));
+    match v {
+        None => STATUS_INVALID_VALUE,
+        Some(v) => unsafe { own_get(Family::Pref, attr, v, buf, size, written) },
+    }
+}
+
+// ---------------------------------------------------------------- heuristic, matmul
+
+fn policy() -> Policy {
+    let cfg = crate::config::get();
+    Policy { enabled: crate::config::enabled(), max_m: cfg.max_m, version: abi_version() }
+}
+
+/// Standalone heuristic: one algo for problems skinnylt runs, none otherwise.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn algo_get_heuristic(
+    handle: Handle,
+    desc: MatmulDesc,
+    a: MatrixLayout,
+    b: MatrixLayout,
+    c: MatrixLayout,
+    d: MatrixLayout,
+    pref: MatmulPreference,
+    requested: i32,
+    results: *mut HeuristicResult,
+    returned: *mut i32,
+) -> Status {
+    if let Some(lib) = real::get() {
+        // Heuristic results and algo bytes go back untouched: clients persist and
+        // compare solution indices, and intercepted calls ignore the algo.
+        return real_call!(lib, hipblasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, d, pref, requested, results, returned));
+    }
+    if handle.is_null() {
+        return STATUS_NOT_INITIALIZED;
+    }
+    if requested < 1 || results.is_null() || returned.is_null() || desc.is_null() || pref.is_null() {
+        return STATUS_INVALID_VALUE;
+    }
+    let plan = {
+        let guard = shadow::read();
+        let Some(t) = guard.as_ref() else { return STATUS_INVALID_VALUE };
+        let Some((_, pref_state)) = t.prefs.get(&(pref as usize)) else { return STATUS_INVALID_VALUE };
+        let Some(mut desc_state) = t.descs.get(&(desc as usize)).map(|e| e.1.clone()) else {
+            return STATUS_INVALID_VALUE;
+        };
+        // As hipBLASLt does, search with a stand-in bias pointer if none is set yet.
+        if desc_state.epilogue() == EPILOGUE_BIAS && desc_state.bias_pointer() == 0 {
+            desc_state.attrs.insert(desc_attr::BIAS_POINTER, 0x100);
+        }
+        let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
+        // Pointers are not known yet: assume aligned ones.
+        let call = Call {
+            desc: Some(&desc_state),
+            a: lay(a),
+            b: lay(b),
+            c: lay(c),
+            d: lay(d),
+            ptrs: Pointers { a: 0x1000, b: 0x2000, c: 0x3000, d: 0x3000 },
+            alpha: Some(1.0),
+            beta: Some(0.0),
+        };
+        route::route(&call, &policy()).and_then(|p| engine::plan_for_heuristic(handle as usize, &p, pref_state.max_workspace_bytes()))
+    };
+    unsafe {
+        match plan {
+            Ok((config_index, workspace)) => {
+                let mut algo = MatmulAlgo::default();
+                // Bytes 0..4: a negative "solution index" (not a Tensile one).
+                algo.data[0..4].copy_from_slice(&(-1i32).to_le_bytes());
+                algo.data[4..8].copy_from_slice(&OWN_ALGO_MAGIC);
+                algo.data[8..12].copy_from_slice(&(config_index as u32).to_le_bytes());
+                algo.max_workspace_bytes = workspace;
+                *results = HeuristicResult {
+                    algo,
+                    workspace_size: workspace,
+                    state: STATUS_SUCCESS,
+                    waves_count: 1.0,
+                    reserved: [0; 4],
+                };
+                *returned = 1;
+                STATUS_SUCCESS
+            }
+            Err(r) => {
+                crate::log_debug!("heuristic: no skinnylt algo ({})", r.name());
+                *returned = 0;
+                STATUS_NOT_SUPPORTED
+            }
+        }
+    }
+}
+
+/// The interception point.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn matmul(
+    handle: Handle,
+    desc: MatmulDesc,
+    alpha: *const c_void,
+    a: *const c_void,
+    a_desc: MatrixLayout,
+    b: *const c_void,
+    b_desc: MatrixLayout,
+    beta: *const c_void,
+    c: *const c_void,
+    c_desc: MatrixLayout,
+    d: *mut c_void,
+    d_desc: MatrixLayout,
+    algo: *const MatmulAlgo,
+    workspace: *mut c_void,
+    workspace_size: usize,
+    stream: Stream,
+) -> Status {
+    let lib = real::get();
+    let forward = |reason: Reason| -> Status {
+        stats::count_forwarded(reason);
+        crate::log_trace!("matmul forwarded: {}", reason.name());
+        match lib {
+            Some(lib) => real_call!(
+                lib,
+                hipblasLtMatmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo, workspace, workspace_size, stream)
+            ),
+            None => match reason {
+                _ if handle.is_null() => STATUS_NOT_INITIALIZED,
+                Reason::NullArgument | Reason::UnknownDescriptor | Reason::Dimensions => STATUS_INVALID_VALUE,
+                Reason::LaunchFailed => STATUS_EXECUTION_FAILED,
+                _ => STATUS_NOT_SUPPORTED,
+            },
+        }
+    };
+    if real::reentered() {
+        return forward(Reason::Reentrant);
+    }
+    if handle.is_null() || desc.is_null() || alpha.is_null() || beta.is_null() {
+        return forward(Reason::NullArgument);
+    }
+    if workspace.is_null() && workspace_size > 0 {
+        return forward(Reason::NullArgument);
+    }
+    let outcome = {
+        let guard = shadow::read();
+        let Some(t) = guard.as_ref() else { return forward(Reason::UnknownDescriptor) };
+        let desc_state = t.descs.get(&(desc as usize)).map(|e| &e.1);
+        let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
+        // Scalars are host floats only in host pointer mode; routing forwards the rest.
+        let host = desc_state.is_some_and(|s| s.pointer_mode() == POINTER_MODE_HOST);
+        let read = |p: *const c_void| (host && !p.is_null()).then(|| unsafe { *(p as *const f32) });
+        let call = Call {
+            desc: desc_state,
+            a: lay(a_desc),
+            b: lay(b_desc),
+            c: lay(c_desc),
+            d: lay(d_desc),
+            ptrs: Pointers { a: a as u64, b: b as u64, c: c as u64, d: d as u64 },
+            alpha: read(alpha),
+            beta: read(beta),
+        };
+        match route::route(&call, &policy()) {
+            Ok(problem) => engine::run(handle as usize, &problem, workspace as u64, workspace_size, stream),
+            Err(r) => Err(r),
+        }
+    };
+    match outcome {
+        Ok(()) => {
+            stats::count_intercepted();
+            crate::log_trace!("matmul run by skinnylt");
+            STATUS_SUCCESS
+        }
+        Err(r) => forward(r),
+    }
+}
+
+// ---------------------------------------------------------------- forward-only
+
+/// Transform descriptors and the newer/ext-op functions: forwarded when the real
+/// library has them, `NOT_SUPPORTED` otherwise.
+pub fn not_supported() -> Status {
+    STATUS_NOT_SUPPORTED
+}

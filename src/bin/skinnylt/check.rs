@@ -1,0 +1,312 @@
+//! `skinnylt check`: the GPU correctness suite, through the public C API
+//! (`hipblasLtMatmul`, standalone mode) on an NVIDIA GPU.
+//!
+//! * every shape of the public grid, bf16 and fp16, plus random odd shapes (odd M,
+//!   N not a multiple of the tile, K not a multiple of TILE_K, padded leading
+//!   dimensions, bias or not), against a float64 reference on fresh random inputs,
+//!   with the output poisoned (NaN) before each run;
+//! * determinism: identical bits over 100 runs of split-K shapes;
+//! * graph capture of split-K GEMMs and 1000 replays, bitwise equal to eager runs;
+//! * two streams at once on one handle, bitwise equal to single-stream runs.
+
+use std::ffi::c_void;
+use std::time::Instant;
+
+use skinnylt::gpu::cuda::Cuda;
+use skinnylt::gpu::{self, Runtime};
+use skinnylt::route::DType;
+use skinnylt::{grid, stats};
+
+use crate::client::{Handle, Linear};
+use crate::reference::{self, Rng};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Random odd shapes to add to the public grid.
+    #[arg(long, default_value_t = 48)]
+    pub random: usize,
+    /// Seed for inputs and odd shapes (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Only the first N grid shapes (for a quick look).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Write per-case results as JSON lines here.
+    #[arg(long)]
+    pub out: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    group: &'static str,
+    dtype: DType,
+    m: usize,
+    n: usize,
+    k: usize,
+    bias: bool,
+    ldw: usize,
+    ldy: usize,
+    /// Pass a caller workspace (else skinnylt's own buffer is used).
+    workspace: bool,
+}
+
+struct Buf<'a>(&'a Cuda, u64);
+impl Drop for Buf<'_> {
+    fn drop(&mut self) {
+        self.0.free_raw(self.1);
+    }
+}
+
+struct Suite<'a> {
+    cu: &'a Cuda,
+    h: Handle,
+    rng: Rng,
+    ws: Buf<'a>,
+    ws_bytes: usize,
+    passed: usize,
+    failed: Vec<String>,
+    log: Vec<String>,
+}
+
+pub fn run(a: &Args) -> i32 {
+    let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
+        eprintln!("skinnylt check needs an NVIDIA GPU (CUDA driver); none found");
+        return 2;
+    };
+    match suite(cu, a) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("suite aborted: {e}");
+            1
+        }
+    }
+}
+
+fn suite(cu: &Cuda, a: &Args) -> Result<i32, String> {
+    let dev = skinnylt::engine::device_kernels(0)?;
+    cu.make_current(dev.ctx)?;
+    let seed = a.seed.unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
+    println!("device {} ({}); seed {seed}", dev.info.name, dev.info.arch_name);
+    let ws_bytes = 64 << 20;
+    let mut s = Suite { cu, h: Handle::new()?, rng: Rng(seed), ws: Buf(cu, cu.malloc(ws_bytes)?), ws_bytes, passed: 0, failed: Vec::new(), log: Vec::new() };
+
+    // ---- correctness over the public grid and odd shapes ----
+    let mut cases = Vec::new();
+    let shapes = grid::public();
+    for (i, sh) in shapes.iter().take(a.limit.unwrap_or(usize::MAX)).enumerate() {
+        for dtype in DType::ALL {
+            let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+            cases.push(Case { group: sh.group, dtype, m, n, k, bias: sh.bias, ldw: k, ldy: n, workspace: i % 3 == 0 });
+        }
+    }
+    for i in 0..a.random {
+        let r = &mut s.rng;
+        let m = 1 + r.below(if i % 2 == 0 { 8 } else { 128 }) as usize;
+        let n = 1 + r.below(6000) as usize;
+        let k = 8 * (1 + r.below(1200) as usize);
+        let dtype = DType::ALL[i % 2];
+        let ldw = k + 8 * r.below(3) as usize;
+        let ldy = n + r.below(5) as usize;
+        cases.push(Case { group: "odd", dtype, m, n, k, bias: r.below(2) == 1, ldw, ldy, workspace: i % 2 == 1 });
+    }
+    let t0 = Instant::now();
+    for c in &cases {
+        s.correctness(c)?;
+    }
+    println!("correctness: {} cases in {:.0} s", cases.len(), t0.elapsed().as_secs_f64());
+
+    // ---- determinism, graphs, streams on split-K shapes ----
+    let split_shapes = [
+        Case { group: "det", dtype: DType::Bf16, m: 8, n: 2880, k: 2880, bias: true, ldw: 2880, ldy: 2880, workspace: false },
+        Case { group: "det", dtype: DType::Bf16, m: 1, n: 512, k: 7168, bias: false, ldw: 7168, ldy: 512, workspace: false },
+        Case { group: "det", dtype: DType::F16, m: 32, n: 5120, k: 2880, bias: true, ldw: 2880, ldy: 5120, workspace: true },
+    ];
+    s.determinism(&split_shapes)?;
+    s.graph_replay(&split_shapes)?;
+    s.two_streams(&split_shapes[0], &split_shapes[2])?;
+
+    if let Some(path) = &a.out {
+        std::fs::write(path, s.log.join("\n") + "\n").map_err(|e| e.to_string())?;
+    }
+    for f in &s.failed {
+        println!("FAILED: {f}");
+    }
+    println!("{} passed, {} failed", s.passed, s.failed.len());
+    Ok((!s.failed.is_empty()) as i32)
+}
+
+/// Inputs of one case on the device.
+struct Inputs<'a> {
+    w: Vec<u16>,
+    x: Vec<u16>,
+    b: Vec<u16>,
+    dw: Buf<'a>,
+    dx: Buf<'a>,
+    _db: Buf<'a>,
+    dy: Buf<'a>,
+    l: Linear,
+}
+
+impl<'a> Suite<'a> {
+    fn inputs(&mut self, c: &Case) -> Result<Inputs<'a>, String> {
+        let cu = self.cu;
+        let w = reference::random_matrix(&mut self.rng, c.dtype, c.n, c.k, c.ldw);
+        let x = reference::random_matrix(&mut self.rng, c.dtype, c.m, c.k, c.k);
+        let b = reference::random_matrix(&mut self.rng, c.dtype, 1, c.n, c.n);
+        let (dw, dx, db, dy) = (Buf(cu, cu.malloc(w.len() * 2)?), Buf(cu, cu.malloc(x.len() * 2)?), Buf(cu, cu.malloc(b.len() * 2)?), Buf(cu, cu.malloc(c.m * c.ldy * 2)?));
+        cu.htod(dw.1, &w)?;
+        cu.htod(dx.1, &x)?;
+        cu.htod(db.1, &b)?;
+        let l = Linear::new(c.dtype, c.m as u64, c.n as u64, c.k as u64, c.ldw as u64, c.k as u64, c.ldy as u64, c.bias.then_some(db.1))?;
+        Ok(Inputs { w, x, b, dw, dx, _db: db, dy, l })
+    }
+
+    fn launch(&self, c: &Case, i: &Inputs, stream: *mut c_void) -> Result<(), String> {
+        let (ws, ws_size) = if c.workspace { (self.ws.1, self.ws_bytes) } else { (0, 0) };
+        let before = stats::intercepted();
+        let st = i.l.run(&self.h, 1.0, i.dw.1, i.dx.1, i.dy.1, ws, ws_size, stream);
+        if st != skinnylt::abi::STATUS_SUCCESS {
+            return Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), stats::summary()));
+        }
+        if stats::intercepted() != before + 1 {
+            return Err("the call was not run by skinnylt".into());
+        }
+        Ok(())
+    }
+
+    fn read(&self, c: &Case, i: &Inputs) -> Result<Vec<u16>, String> {
+        let mut y = vec![0u16; c.m * c.ldy];
+        self.cu.dtoh(&mut y, i.dy.1)?;
+        Ok(y)
+    }
+
+    fn record(&mut self, name: String, result: Result<String, String>) {
+        match result {
+            Ok(detail) => {
+                self.passed += 1;
+                self.log.push(format!("{{\"case\":{name:?},\"ok\":true,\"detail\":{detail:?}}}"));
+            }
+            Err(e) => {
+                println!("  FAIL {name}: {e}");
+                self.log.push(format!("{{\"case\":{name:?},\"ok\":false,\"detail\":{e:?}}}"));
+                self.failed.push(format!("{name}: {e}"));
+            }
+        }
+    }
+
+    fn correctness(&mut self, c: &Case) -> Result<(), String> {
+        let name = format!("{} {} M={} N={} K={} bias={} ldw={} ldy={} ws={}", c.group, c.dtype.name(), c.m, c.n, c.k, c.bias, c.ldw, c.ldy, c.workspace);
+        let i = self.inputs(c)?;
+        self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?; // NaN poison
+        let res = self.launch(c, &i, std::ptr::null_mut()).and_then(|_| self.cu.device_sync()).and_then(|_| self.read(c, &i)).and_then(|y| {
+            let r = reference::reference(c.dtype, c.m, c.n, c.k, &i.w, c.ldw, &i.x, c.k, c.bias.then_some(&i.b[..]), 1.0);
+            // Padding columns of Y (n..ldy) must stay untouched (poisoned).
+            if (0..c.m).any(|t| (c.n..c.ldy).any(|j| y[t * c.ldy + j] != 0xffff)) {
+                return Err("wrote outside the m×n output".into());
+            }
+            match reference::rel_error(c.dtype, c.m, c.n, &y, c.ldy, &r) {
+                None => Err("output not fully written (NaN poison left) or non-finite".into()),
+                Some(e) if e > reference::tolerance(c.dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(c.dtype))),
+                Some(e) => Ok(format!("rel_err={e:.3e}")),
+            }
+        });
+        self.record(name, res);
+        Ok(())
+    }
+
+    fn determinism(&mut self, shapes: &[Case]) -> Result<(), String> {
+        for c in shapes {
+            let i = self.inputs(c)?;
+            let mut first: Option<Vec<u16>> = None;
+            let mut res = Ok(String::new());
+            for run in 0..100 {
+                self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+                if let Err(e) = self.launch(c, &i, std::ptr::null_mut()).and_then(|_| self.cu.device_sync()) {
+                    res = Err(e);
+                    break;
+                }
+                let y = self.read(c, &i)?;
+                match &first {
+                    None => first = Some(y),
+                    Some(f) if *f != y => {
+                        res = Err(format!("run {run} differs from run 0"));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            self.record(format!("determinism x100 {} M={} N={} K={}", c.dtype.name(), c.m, c.n, c.k), res.map(|_| "identical bits".into()));
+        }
+        Ok(())
+    }
+
+    fn graph_replay(&mut self, shapes: &[Case]) -> Result<(), String> {
+        let cu = self.cu;
+        let stream = cu.stream_create()?;
+        let inputs: Vec<Inputs> = shapes.iter().map(|c| self.inputs(c)).collect::<Result<_, _>>()?;
+        // Eager results first.
+        let mut eager = Vec::new();
+        for (c, i) in shapes.iter().zip(&inputs) {
+            self.launch(c, i, stream)?;
+            cu.sync(stream)?;
+            eager.push(self.read(c, i)?);
+            cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+        }
+        let exec = cu.capture(stream, || {
+            for (c, i) in shapes.iter().zip(&inputs) {
+                self.launch(c, i, stream)?;
+            }
+            Ok(())
+        })?;
+        let mut res = Ok("1000 replays bitwise equal to eager runs".to_owned());
+        'outer: for rep in 1..=1000 {
+            cu.graph_launch(exec, stream)?;
+            if rep == 1 || rep % 250 == 0 {
+                cu.sync(stream)?;
+                for ((c, i), e) in shapes.iter().zip(&inputs).zip(&eager) {
+                    if self.read(c, i)? != *e {
+                        res = Err(format!("replay {rep}: M={} N={} K={} differs from eager", c.m, c.n, c.k));
+                        break 'outer;
+                    }
+                    cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+                }
+            }
+        }
+        cu.sync(stream)?;
+        cu.graph_destroy(exec);
+        cu.stream_destroy(stream);
+        self.record("graph capture + 1000 replays (split-K)".into(), res);
+        Ok(())
+    }
+
+    fn two_streams(&mut self, a: &Case, b: &Case) -> Result<(), String> {
+        let cu = self.cu;
+        let (s1, s2) = (cu.stream_create()?, cu.stream_create()?);
+        let (ia, ib) = (self.inputs(a)?, self.inputs(b)?);
+        let mut want = Vec::new();
+        for (c, i) in [(a, &ia), (b, &ib)] {
+            self.launch(c, i, s1)?;
+            cu.sync(s1)?;
+            want.push(self.read(c, i)?);
+        }
+        let mut res = Ok("bitwise equal to single-stream runs".to_owned());
+        for round in 0..50 {
+            cu.memset16(ia.dy.1, 0xffff, a.m * a.ldy)?;
+            cu.memset16(ib.dy.1, 0xffff, b.m * b.ldy)?;
+            for _ in 0..4 {
+                self.launch(a, &ia, s1)?;
+                self.launch(b, &ib, s2)?;
+            }
+            cu.sync(s1)?;
+            cu.sync(s2)?;
+            if self.read(a, &ia)? != want[0] || self.read(b, &ib)? != want[1] {
+                res = Err(format!("round {round}: results differ"));
+                break;
+            }
+        }
+        cu.stream_destroy(s1);
+        cu.stream_destroy(s2);
+        self.record("two streams on one handle (split-K)".into(), res);
+        Ok(())
+    }
+}

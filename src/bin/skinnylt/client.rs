@@ -1,0 +1,103 @@
+//! A small safe client of the hipBLASLt C API, as an application would call it.
+//! Every call goes through skinnylt's exported C functions (the same code the
+//! shared library exports).
+
+use std::ffi::c_void;
+
+use skinnylt::abi::{self, *};
+use skinnylt::ffi::hipblaslt as lt;
+use skinnylt::route::DType;
+
+pub fn hip_type(d: DType) -> i32 {
+    match d {
+        DType::Bf16 => R_16BF,
+        DType::F16 => R_16F,
+    }
+}
+
+fn ok(s: Status, what: &str) -> Result<(), String> {
+    if s == STATUS_SUCCESS { Ok(()) } else { Err(format!("{what}: {}", abi::status_name(s))) }
+}
+
+pub struct Handle(pub abi::Handle);
+
+impl Handle {
+    pub fn new() -> Result<Handle, String> {
+        let mut h: abi::Handle = std::ptr::null_mut();
+        ok(unsafe { lt::hipblasLtCreate(&mut h) }, "hipblasLtCreate")?;
+        Ok(Handle(h))
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        unsafe { lt::hipblasLtDestroy(self.0) };
+    }
+}
+
+/// The descriptors of PyTorch's `F.linear(x[M,K], W[N,K], b)` (hipblaslt_api.md §4.1):
+/// opA=T, opB=N, m=N, n=M, k=K, A = W (k×m, ld ≥ K), B = x (k×n), C = D = y (m×n).
+pub struct Linear {
+    pub desc: MatmulDesc,
+    pub a: MatrixLayout,
+    pub b: MatrixLayout,
+    pub d: MatrixLayout,
+}
+
+impl Linear {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(dtype: DType, m: u64, n: u64, k: u64, ldw: u64, ldx: u64, ldy: u64, bias: Option<u64>) -> Result<Linear, String> {
+        let t = hip_type(dtype);
+        let mut l = Linear { desc: std::ptr::null_mut(), a: std::ptr::null_mut(), b: std::ptr::null_mut(), d: std::ptr::null_mut() };
+        unsafe {
+            ok(lt::hipblasLtMatmulDescCreate(&mut l.desc, COMPUTE_32F, R_32F), "MatmulDescCreate")?;
+            let set = |attr: i32, v: &[u8]| ok(lt::hipblasLtMatmulDescSetAttribute(l.desc, attr, v.as_ptr().cast(), v.len()), "DescSetAttribute");
+            set(desc_attr::TRANSA, &OP_T.to_le_bytes())?;
+            set(desc_attr::TRANSB, &OP_N.to_le_bytes())?;
+            if let Some(b) = bias {
+                set(desc_attr::EPILOGUE, &EPILOGUE_BIAS.to_le_bytes())?;
+                set(desc_attr::BIAS_POINTER, &b.to_le_bytes())?;
+            }
+            ok(lt::hipblasLtMatrixLayoutCreate(&mut l.a, t, k, n, ldw as i64), "LayoutCreate A")?;
+            ok(lt::hipblasLtMatrixLayoutCreate(&mut l.b, t, k, m, ldx as i64), "LayoutCreate B")?;
+            ok(lt::hipblasLtMatrixLayoutCreate(&mut l.d, t, n, m, ldy as i64), "LayoutCreate D")?;
+        }
+        Ok(l)
+    }
+
+    /// `hipblasLtMatmul` with alpha (host), beta = 0, C = D, no algo.
+    pub fn run(&self, h: &Handle, alpha: f32, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Status {
+        let beta = 0f32;
+        unsafe {
+            lt::hipblasLtMatmul(
+                h.0,
+                self.desc,
+                (&alpha as *const f32).cast(),
+                w as *const c_void,
+                self.a,
+                x as *const c_void,
+                self.b,
+                (&beta as *const f32).cast(),
+                y as *const c_void,
+                self.d,
+                y as *mut c_void,
+                self.d,
+                std::ptr::null(),
+                ws as *mut c_void,
+                ws_size,
+                stream,
+            )
+        }
+    }
+}
+
+impl Drop for Linear {
+    fn drop(&mut self) {
+        unsafe {
+            lt::hipblasLtMatrixLayoutDestroy(self.a);
+            lt::hipblasLtMatrixLayoutDestroy(self.b);
+            lt::hipblasLtMatrixLayoutDestroy(self.d);
+            lt::hipblasLtMatmulDescDestroy(self.desc);
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! `skinnylt info`.
+
+use skinnylt::{api, config, engine, gpu, kernels, real};
+
+pub fn run() -> i32 {
+    let cfg = config::get();
+    println!("skinnylt {} (hipBLASLt C ABI level {})", env!("CARGO_PKG_VERSION"), api::OWN_ABI_VERSION);
+    println!("kernels built with: {}", kernels::BUILT_WITH);
+    for a in kernels::all() {
+        println!("  {:<7} {:>3} kernels, {:>7} bytes of code object", a.arch.name(), a.kernels.len(), a.image.len());
+    }
+    println!("enabled: {} (SKINNYLT_DISABLE), max tokens: {} (SKINNYLT_MAX_M)", config::enabled(), cfg.max_m);
+    match real::get() {
+        Some(r) => {
+            let missing: Vec<_> = r.fns.missing().into_iter().map(|(_, n)| n).collect();
+            println!("real hipBLASLt: {} (found by {}); functions it lacks: {}", r.path, r.found_by, if missing.is_empty() { "none".into() } else { missing.join(", ") });
+        }
+        None => println!("real hipBLASLt: none found — standalone mode (calls skinnylt cannot run return NOT_SUPPORTED)"),
+    }
+    match gpu::runtime() {
+        None => println!("GPU runtime: none (no libamdhip64 or libcuda with a device)"),
+        Some(rt) => {
+            println!("GPU runtime: {}", rt.describe());
+            for d in 0..rt.device_count() {
+                match rt.device_info(d) {
+                    Ok(i) => {
+                        let kernels = match engine::device_kernels(d) {
+                            Ok(k) => format!("{} kernels loaded, tuning: {} ({} entries)", k.functions.len(), k.tuning.source, k.tuning.entries),
+                            Err(e) => format!("no skinnylt kernels: {e}"),
+                        };
+                        println!("  device {d}: {} — {} , {} units, L2 {} MiB; {kernels}", i.name, i.arch_name, i.units, i.l2_bytes >> 20);
+                    }
+                    Err(e) => println!("  device {d}: {e}"),
+                }
+            }
+        }
+    }
+    0
+}

@@ -1,0 +1,81 @@
+//! `skinnylt`: the command-line tool.
+//!
+//! * `info`  — library, GPU runtime and devices, real hipBLASLt or standalone, tuning;
+//! * `demo`  — the main job: one decode GEMM through the hipBLASLt C API, on the GPU
+//!   when there is one (checked against float64), else the routing decision and the
+//!   kernel it would run;
+//! * `check` — the GPU correctness suite (public grid, odd shapes, determinism,
+//!   graph replay, concurrent streams);
+//! * `audit` — the static audit of the embedded device code.
+
+mod check;
+mod client;
+mod demo;
+mod info;
+mod reference;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "skinnylt", version, about = "Faster decode GEMMs behind the hipBLASLt C API")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Show the library, GPU runtime, devices, real hipBLASLt and tuning.
+    Info,
+    /// Run one decode GEMM through the hipBLASLt C API and report how it was routed.
+    Demo(demo::Args),
+    /// GPU correctness suite through the C API (needs a GPU).
+    Check(check::Args),
+    /// Static audit of the embedded gfx942/gfx950 code objects and sm_90 PTX.
+    Audit,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Info => info::run(),
+        Cmd::Demo(a) => demo::run(&a),
+        Cmd::Check(a) => check::run(&a),
+        Cmd::Audit => audit(),
+    };
+    std::process::exit(code);
+}
+
+fn audit() -> i32 {
+    match skinnylt::audit::audit_all(false) {
+        Err(e) => {
+            eprintln!("audit failed: {e}");
+            1
+        }
+        Ok((rows, skipped)) => {
+            for a in skipped {
+                println!("{a}: skipped (llvm-readelf / llvm-objdump not found)");
+            }
+            println!("{:<7} {:<58} {:>5} {:>5} {:>5} {:>7} {:>7} {:>6} {:>5}  problems", "arch", "kernel", "vgpr", "agpr", "sgpr", "scratch", "lds", "matrix", "waves");
+            let mut bad = 0;
+            for r in &rows {
+                println!(
+                    "{:<7} {:<58} {:>5} {:>5} {:>5} {:>7} {:>7} {:>6} {:>5}  {}",
+                    r.arch,
+                    r.name,
+                    r.vgprs,
+                    r.agprs,
+                    r.sgprs,
+                    r.scratch,
+                    r.lds,
+                    r.matrix_ops,
+                    if r.arch == "sm90" { "-".into() } else { r.waves_per_simd.to_string() },
+                    if r.problems.is_empty() { "none".into() } else { r.problems.join("; ") }
+                );
+                bad += !r.problems.is_empty() as usize;
+            }
+            println!("{} passed, {} failed", rows.len() - bad, bad);
+            (bad > 0) as i32
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Process-wide configuration, read once from the environment.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `SKINNYLT_DISABLE=1` | forward every call to the real hipBLASLt |
+//! | `SKINNYLT_LOG=level[:file]` | `off`, `error`, `warn`, `info`, `debug`, `trace` (or 0–5); `%i` in the file name becomes the pid |
+//! | `SKINNYLT_MAX_M=n` | largest token count (BLAS n) skinnylt runs itself (default 128) |
+//! | `SKINNYLT_TUNING_FILE=path` | a tuning JSON that replaces the shipped one for the device's arch |
+//! | `SKINNYLT_TUNING_DIR=dir` | where to look for `<arch>.json` before the embedded copies |
+//! | `SKINNYLT_REAL_LIB=path` | the real hipBLASLt to forward to |
+//! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
+//! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::log::Level;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub disabled: bool,
+    pub log_level: Level,
+    pub log_file: Option<String>,
+    pub max_m: u64,
+    pub tuning_file: Option<String>,
+    pub tuning_dir: Option<String>,
+    pub real_lib: Option<String>,
+    pub standalone: bool,
+    pub workspace_bytes: usize,
+}
+
+pub const DEFAULT_MAX_M: u64 = 128;
+pub const DEFAULT_WORKSPACE_MB: usize = 32;
+
+impl Config {
+    /// Builds the configuration from a variable lookup (pure, for tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
+        let flag = |name: &str| get(name).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
+        let (log_level, log_file) = match get("SKINNYLT_LOG") {
+            Some(v) => {
+                let (lvl, file) = match v.split_once(':') {
+                    Some((l, f)) => (l, Some(f.to_owned())),
+                    None => (v.as_str(), None),
+                };
+                (Level::parse(lvl).unwrap_or(Level::Info), file.filter(|f| !f.is_empty()))
+            }
+            None => (Level::Off, None),
+        };
+        Config {
+            disabled: flag("SKINNYLT_DISABLE"),
+            log_level,
+            log_file,
+            max_m: get("SKINNYLT_MAX_M").and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_MAX_M),
+            tuning_file: get("SKINNYLT_TUNING_FILE").filter(|v| !v.is_empty()),
+            tuning_dir: get("SKINNYLT_TUNING_DIR").filter(|v| !v.is_empty()),
+            real_lib: get("SKINNYLT_REAL_LIB").filter(|v| !v.is_empty()),
+            standalone: flag("SKINNYLT_STANDALONE"),
+            workspace_bytes: get("SKINNYLT_WORKSPACE_MB")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(DEFAULT_WORKSPACE_MB)
+                << 20,
+        }
+    }
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+/// Run-time switch (`skinnylt_set_enabled`), initialised from `SKINNYLT_DISABLE`.
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+pub fn get() -> &'static Config {
+    CONFIG.get_or_init(|| {
+        let c = Config::from_lookup(|k| std::env::var(k).ok());
+        ENABLED.store(!c.disabled, Ordering::Relaxed);
+        c
+    })
+}
+
+/// Whether skinnylt may run GEMMs itself right now.
+pub fn enabled() -> bool {
+    get();
+    ENABLED.load(Ordering::Relaxed)
+}
+
+pub fn set_enabled(on: bool) {
+    get();
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Config {
+        Config::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]);
+        assert!(!c.disabled && !c.standalone);
+        assert_eq!(c.log_level, Level::Off);
+        assert_eq!(c.max_m, DEFAULT_MAX_M);
+        assert_eq!(c.workspace_bytes, DEFAULT_WORKSPACE_MB << 20);
+    }
+
+    #[test]
+    fn parses_every_variable() {
+        let c = cfg(&[
+            ("SKINNYLT_DISABLE", "1"),
+            ("SKINNYLT_LOG", "trace:/tmp/x-%i.log"),
+            ("SKINNYLT_MAX_M", "16"),
+            ("SKINNYLT_TUNING_FILE", "/t.json"),
+            ("SKINNYLT_REAL_LIB", "/opt/rocm/lib/libhipblaslt.so.1"),
+            ("SKINNYLT_WORKSPACE_MB", "8"),
+        ]);
+        assert!(c.disabled);
+        assert_eq!(c.log_level, Level::Trace);
+        assert_eq!(c.log_file.as_deref(), Some("/tmp/x-%i.log"));
+        assert_eq!(c.max_m, 16);
+        assert_eq!(c.tuning_file.as_deref(), Some("/t.json"));
+        assert_eq!(c.real_lib.as_deref(), Some("/opt/rocm/lib/libhipblaslt.so.1"));
+        assert_eq!(c.workspace_bytes, 8 << 20);
+        assert_eq!(cfg(&[("SKINNYLT_LOG", "2")]).log_level, Level::Warn);
+        assert_eq!(cfg(&[("SKINNYLT_MAX_M", "junk")]).max_m, DEFAULT_MAX_M);
+    }
+}

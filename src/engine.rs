@@ -1,0 +1,342 @@
+//! Dispatch: what each handle prepared at creation, and the hot path that plans and
+//! launches one GEMM without allocating, synchronising or reading device memory.
+//!
+//! * Per device (shared by its handles, loaded once): the code object, every kernel
+//!   function, the tuning table and the fallback candidates.
+//! * Per handle (allocated in `hipblasLtCreate`, outside any graph capture): split-K
+//!   arrival counters (zeroed once; kernels leave them zero), a small zero page, and
+//!   an own partials buffer for callers whose workspace is too small.
+//! * Streams: a handle may be used on several streams at once, so counters and the
+//!   own partials buffer are split into `LANES` lanes; a stream claims a lane the
+//!   first time it is seen (lock-free, no allocation) and keeps it.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rustc_hash::FxHashMap;
+
+use crate::gpu::{self, Arch, Backend, Context, DevPtr, DeviceInfo, Function, Runtime};
+use crate::kernels::{self, KernelEntry};
+use crate::route::{Problem, Reason};
+use crate::tuning::fallback::Fallback;
+use crate::tuning::{Choice, Tuning};
+
+/// Streams one handle can serve concurrently with split-K kernels.
+pub const LANES: usize = 8;
+/// Output tiles per launch that split-K counters cover.
+pub const MAX_TILES: usize = 32768;
+const ZERO_PAGE: usize = 256;
+
+/// Kernel arguments; mirrors `GemmParams` in kernels/splitk_gemm.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GemmParams {
+    pub w: u64,
+    pub x: u64,
+    pub y: u64,
+    pub bias: u64,
+    pub partials: u64,
+    pub counters: u64,
+    pub zeros: u64,
+    pub ldw: i64,
+    pub ldx: i64,
+    pub ldy: i64,
+    pub m: i32,
+    pub n: i32,
+    pub k: i32,
+    pub alpha: f32,
+    pub split_k: i32,
+}
+const _: () = assert!(std::mem::size_of::<GemmParams>() == 104);
+
+/// Everything loaded for one device.
+pub struct DeviceKernels {
+    pub rt: &'static Runtime,
+    pub ctx: Context,
+    pub info: DeviceInfo,
+    pub arch: Arch,
+    pub functions: Vec<Function>,
+    pub tuning: Tuning,
+    pub fallback: Fallback,
+}
+
+static DEVICES: Mutex<Option<FxHashMap<i32, Arc<DeviceKernels>>>> = Mutex::new(None);
+
+/// Loads (once) everything `ordinal` needs.
+pub fn device_kernels(ordinal: i32) -> Result<Arc<DeviceKernels>, String> {
+    let mut guard = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(Default::default);
+    if let Some(d) = map.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let rt = gpu::runtime().ok_or("no GPU runtime (libamdhip64 or libcuda) with a device")?;
+    let info = rt.device_info(ordinal)?;
+    let arch = info.arch.ok_or_else(|| format!("skinnylt has no kernels for {}", info.arch_name))?;
+    let ctx = rt.context(ordinal)?;
+    let cat = kernels::for_arch(arch);
+    let module = rt.load_module(ctx, cat.image)?;
+    let mut functions = Vec::with_capacity(cat.kernels.len());
+    for k in cat.kernels {
+        let f = rt.function(ctx, module, k.name)?;
+        if rt.backend() == Backend::Cuda {
+            rt.set_max_dynamic_shared(ctx, f, k.config.lds_bytes())?;
+        }
+        functions.push(f);
+    }
+    let d = Arc::new(DeviceKernels {
+        rt,
+        ctx,
+        info,
+        arch,
+        functions,
+        tuning: Tuning::load(arch),
+        fallback: Fallback::for_arch(arch),
+    });
+    crate::log_info!(
+        "device {ordinal}: {} ({}), {} kernels, tuning {} ({} entries)",
+        d.info.name,
+        d.info.arch_name,
+        d.functions.len(),
+        d.tuning.source,
+        d.tuning.entries
+    );
+    map.insert(ordinal, d.clone());
+    Ok(d)
+}
+
+/// Warms everything for `device` (`skinnylt_preload`).
+pub fn preload(device: i32) -> Result<(), String> {
+    device_kernels(device).map(|_| ())
+}
+
+/// A handle's prepared state.
+pub struct Engine {
+    pub dev: Arc<DeviceKernels>,
+    counters: DevPtr,
+    zeros: DevPtr,
+    own: DevPtr,
+    own_lane_bytes: usize,
+    /// Stream (+1) owning each lane; 0 = free.
+    lanes: [AtomicU64; LANES],
+}
+
+impl Engine {
+    fn new(ordinal: i32) -> Result<Engine, String> {
+        let dev = device_kernels(ordinal)?;
+        let (rt, ctx) = (dev.rt, dev.ctx);
+        let own_bytes = crate::config::get().workspace_bytes;
+        let counters = rt.alloc_zeroed(ctx, LANES * MAX_TILES * 4)?;
+        let zeros = rt.alloc_zeroed(ctx, ZERO_PAGE)?;
+        let own = rt.alloc_zeroed(ctx, own_bytes.max(16))?;
+        Ok(Engine {
+            dev,
+            counters,
+            zeros,
+            own,
+            own_lane_bytes: default_lane_bytes(),
+            lanes: [const { AtomicU64::new(0) }; LANES],
+        })
+    }
+
+    /// The lane of `stream`, claiming a free one on first use.
+    fn lane(&self, stream: *mut c_void) -> Option<usize> {
+        let key = stream as u64 + 1;
+        for (i, l) in self.lanes.iter().enumerate() {
+            let v = l.load(Ordering::Acquire);
+            if v == key {
+                return Some(i);
+            }
+            if v == 0 && l.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire).map_or_else(|cur| cur == key, |_| true) {
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        for p in [self.counters, self.zeros, self.own] {
+            self.dev.rt.free(self.dev.ctx, p);
+        }
+    }
+}
+
+/// `None`: the handle has no GPU engine (no device, or no kernels for it).
+type Engines = FxHashMap<usize, Option<Arc<Engine>>>;
+static ENGINES: RwLock<Option<Engines>> = RwLock::new(None);
+
+/// Prepares a new handle (called by `hipblasLtCreate`); never fails the create.
+pub fn on_create(handle: usize) {
+    let engine = match gpu::runtime() {
+        None => None,
+        Some(rt) => match rt.current_device().and_then(Engine::new) {
+            Ok(e) => Some(Arc::new(e)),
+            Err(e) => {
+                crate::log_warn!("handle {handle:#x}: no skinnylt kernels ({e}); every call forwards");
+                None
+            }
+        },
+    };
+    ENGINES.write().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default).insert(handle, engine);
+}
+
+/// Forgets a handle; true when it was known.
+pub fn on_destroy(handle: usize) -> bool {
+    let removed = ENGINES.write().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&handle));
+    removed.is_some()
+}
+
+/// A planned launch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plan {
+    pub kernel: usize,
+    pub split_k: u32,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared: u32,
+    /// Bytes of fp32 partials (0 without split-K).
+    pub partial_bytes: usize,
+}
+
+/// Plans `p` for an arch's catalog: tuning entry, else fallback. Pure.
+///
+/// The split-K factor is capped so the fp32 partials fit `partial_capacity` (a
+/// lane of the handle's own buffer): the split, and so the result bits, never
+/// depend on how much workspace a caller happens to pass.
+pub fn plan(
+    arch: Arch,
+    units: u32,
+    tuning: &Tuning,
+    fallback: &Fallback,
+    backend_cuda: bool,
+    partial_capacity: usize,
+    p: &Problem,
+) -> Result<Plan, Reason> {
+    let choice = tuning.lookup(p).or_else(|| fallback.choose(units, p)).ok_or(Reason::ArchUnsupported)?;
+    let Choice::Run { kernel, mut split_k } = choice else {
+        return Err(Reason::TunedForward);
+    };
+    let e: &KernelEntry = &kernels::for_arch(arch).kernels[kernel];
+    let c = e.config;
+    let tiles = p.n.div_ceil(c.tile_n) as usize * p.m.div_ceil(c.tile_m) as usize;
+    let per_split = tiles * (c.tile_m * c.tile_n) as usize * 4;
+    if split_k > 1 {
+        let fits = (partial_capacity / per_split.max(1)) as u32;
+        split_k = if fits >= 2 { split_k.min(fits) } else { 1 };
+    }
+    if tiles > u32::MAX as usize / 2 || (split_k > 1 && tiles > MAX_TILES) {
+        return Err(Reason::Dimensions);
+    }
+    let t = crate::tuning::schema::target(arch.name()).expect("known arch");
+    Ok(Plan {
+        kernel,
+        split_k,
+        grid: [tiles as u32, split_k, 1],
+        block: [c.threads(&t), 1, 1],
+        shared: if backend_cuda { c.lds_bytes() } else { 0 },
+        partial_bytes: if split_k > 1 { per_split * split_k as usize } else { 0 },
+    })
+}
+
+fn plan_on(e: &Engine, p: &Problem) -> Result<Plan, Reason> {
+    let dev = &e.dev;
+    plan(dev.arch, dev.info.units, &dev.tuning, &dev.fallback, dev.rt.backend() == Backend::Cuda, e.own_lane_bytes, p)
+}
+
+/// Bytes of one lane of the own partials buffer with the configured size.
+pub fn default_lane_bytes() -> usize {
+    crate::config::get().workspace_bytes / LANES / 256 * 256
+}
+
+/// Standalone heuristic: the kernel index and the caller workspace it needs.
+pub fn plan_for_heuristic(handle: usize, p: &Problem, _max_workspace: u64) -> Result<(usize, usize), Reason> {
+    let guard = ENGINES.read().unwrap_or_else(|e| e.into_inner());
+    let Some(Some(e)) = guard.as_ref().and_then(|m| m.get(&handle)) else { return Err(Reason::NoGpu) };
+    let plan = plan_on(e, p)?;
+    // The handle's own buffer always holds the partials: no caller workspace needed.
+    Ok((plan.kernel, 0))
+}
+
+/// The hot path: plan and launch `p` on `stream`, or say why not.
+pub fn run(handle: usize, p: &Problem, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
+    let guard = ENGINES.read().unwrap_or_else(|e| e.into_inner());
+    let e = match guard.as_ref().and_then(|m| m.get(&handle)) {
+        None => return Err(Reason::UnknownDescriptor),
+        Some(None) => return Err(Reason::NoGpu),
+        Some(Some(e)) => e,
+    };
+    let dev = &e.dev;
+    let plan = plan_on(e, p)?;
+    let (partials, counters) = if plan.split_k > 1 {
+        let lane = e.lane(stream).ok_or(Reason::StreamSlots)?;
+        // The caller's workspace when it is large enough (it is stream-ordered by
+        // the caller's contract), else the lane's own buffer, which plan() sized for.
+        let partials = if workspace != 0 && workspace % 16 == 0 && workspace_size >= plan.partial_bytes {
+            workspace
+        } else {
+            e.own.0 + (lane * e.own_lane_bytes) as u64
+        };
+        (partials, e.counters.0 + (lane * MAX_TILES * 4) as u64)
+    } else {
+        (0, 0)
+    };
+    let mut params = GemmParams {
+        w: p.w,
+        x: p.x,
+        y: p.y,
+        bias: p.bias,
+        partials,
+        counters,
+        zeros: e.zeros.0,
+        ldw: p.ldw as i64,
+        ldx: p.ldx as i64,
+        ldy: p.ldy as i64,
+        m: p.m as i32,
+        n: p.n as i32,
+        k: p.k as i32,
+        alpha: p.alpha,
+        split_k: plan.split_k as i32,
+    };
+    let mut args = [&mut params as *mut GemmParams as *mut c_void];
+    let r = unsafe { dev.rt.launch(dev.ctx, dev.functions[plan.kernel], plan.grid, plan.block, plan.shared, stream, &mut args) };
+    match r {
+        Ok(()) => {
+            crate::log_trace!(
+                "ran m={} n={} k={} {} split_k={} on stream {:?}",
+                p.m,
+                p.n,
+                p.k,
+                kernels::for_arch(dev.arch).kernels[plan.kernel].name,
+                plan.split_k,
+                stream
+            );
+            Ok(())
+        }
+        Err(err) => {
+            crate::log_error!("launch failed: {err}");
+            Err(Reason::LaunchFailed)
+        }
+    }
+}
+
+/// Describes what would run for `p` on `arch` without a GPU (the main job's dry run).
+pub fn explain(arch: Arch, p: &Problem) -> Result<(String, Plan), Reason> {
+    let tuning = Tuning::parse(arch, crate::tuning::embedded(arch), "embedded").map_err(|_| Reason::ArchUnsupported)?;
+    let plan = plan(arch, arch.default_units(), &tuning, &Fallback::for_arch(arch), arch == Arch::Sm90, default_lane_bytes(), p)?;
+    Ok((kernels::for_arch(arch).kernels[plan.kernel].name.to_owned(), plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_layout_matches_the_device_struct() {
+        assert_eq!(std::mem::offset_of!(GemmParams, ldw), 56);
+        assert_eq!(std::mem::offset_of!(GemmParams, m), 80);
+        assert_eq!(std::mem::offset_of!(GemmParams, alpha), 92);
+        assert_eq!(std::mem::offset_of!(GemmParams, split_k), 96);
+    }
+}

@@ -1,0 +1,330 @@
+//! The CUDA driver API (`libcuda.so.1`), declared here and loaded at run time.
+//!
+//! skinnylt uses each device's primary context — the one the CUDA runtime (and so
+//! PyTorch) makes current — so `hipStream_t` values from the application (which
+//! are `CUstream`s on NVIDIA) are valid for our launches.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, Module, Result, dl_table};
+
+pub type CuResult = c_int;
+pub type CuDevice = c_int;
+pub type CuContext = *mut c_void;
+pub type CuStream = *mut c_void;
+
+// CUdevice_attribute values (cuda.h).
+const ATTR_MULTIPROCESSOR_COUNT: c_int = 16;
+const ATTR_L2_CACHE_SIZE: c_int = 38;
+const ATTR_CC_MAJOR: c_int = 75;
+const ATTR_CC_MINOR: c_int = 76;
+// CUfunction_attribute.
+const FUNC_ATTR_MAX_DYNAMIC_SHARED: c_int = 8;
+// CUjit_option: error log buffer and its size.
+const JIT_ERROR_LOG_BUFFER: c_int = 5;
+const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
+
+dl_table!(CudaFns {
+    cuInit: fn(c_uint) -> CuResult;
+    cuDriverGetVersion: fn(*mut c_int) -> CuResult;
+    cuGetErrorString: fn(CuResult, *mut *const c_char) -> CuResult;
+    cuDeviceGetCount: fn(*mut c_int) -> CuResult;
+    cuDeviceGet: fn(*mut CuDevice, c_int) -> CuResult;
+    cuDeviceGetName: fn(*mut c_char, c_int, CuDevice) -> CuResult;
+    cuDeviceGetAttribute: fn(*mut c_int, c_int, CuDevice) -> CuResult;
+    cuDevicePrimaryCtxRetain: fn(*mut CuContext, CuDevice) -> CuResult;
+    cuCtxGetCurrent: fn(*mut CuContext) -> CuResult;
+    cuCtxSetCurrent: fn(CuContext) -> CuResult;
+    cuCtxGetDevice: fn(*mut CuDevice) -> CuResult;
+    cuCtxPushCurrent_v2: fn(CuContext) -> CuResult;
+    cuCtxPopCurrent_v2: fn(*mut CuContext) -> CuResult;
+    cuCtxSynchronize: fn() -> CuResult;
+    cuModuleLoadDataEx: fn(*mut *mut c_void, *const c_void, c_uint, *mut c_int, *mut *mut c_void) -> CuResult;
+    cuModuleGetFunction: fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult;
+    cuFuncSetAttribute: fn(*mut c_void, c_int, c_int) -> CuResult;
+    cuLaunchKernel: fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuStream, *mut *mut c_void, *mut *mut c_void) -> CuResult;
+    cuMemAlloc_v2: fn(*mut u64, usize) -> CuResult;
+    cuMemFree_v2: fn(u64) -> CuResult;
+    cuMemsetD8_v2: fn(u64, u8, usize) -> CuResult;
+    cuMemsetD16_v2: fn(u64, u16, usize) -> CuResult;
+    cuMemcpyHtoD_v2: fn(u64, *const c_void, usize) -> CuResult;
+    cuMemcpyDtoH_v2: fn(*mut c_void, u64, usize) -> CuResult;
+    cuMemcpyDtoDAsync_v2: fn(u64, u64, usize, CuStream) -> CuResult;
+    cuStreamCreate: fn(*mut CuStream, c_uint) -> CuResult;
+    cuStreamDestroy_v2: fn(CuStream) -> CuResult;
+    cuStreamSynchronize: fn(CuStream) -> CuResult;
+    cuStreamBeginCapture_v2: fn(CuStream, c_int) -> CuResult;
+    cuStreamEndCapture: fn(CuStream, *mut *mut c_void) -> CuResult;
+    cuGraphInstantiateWithFlags: fn(*mut *mut c_void, *mut c_void, u64) -> CuResult;
+    cuGraphLaunch: fn(*mut c_void, CuStream) -> CuResult;
+    cuGraphExecDestroy: fn(*mut c_void) -> CuResult;
+    cuGraphDestroy: fn(*mut c_void) -> CuResult;
+    cuEventCreate: fn(*mut *mut c_void, c_uint) -> CuResult;
+    cuEventRecord: fn(*mut c_void, CuStream) -> CuResult;
+    cuEventSynchronize: fn(*mut c_void) -> CuResult;
+    cuEventElapsedTime: fn(*mut f32, *mut c_void, *mut c_void) -> CuResult;
+    cuEventDestroy_v2: fn(*mut c_void) -> CuResult;
+});
+
+pub struct Cuda {
+    pub fns: CudaFns,
+    path: String,
+    version: i32,
+}
+
+/// Calls a driver function, turning a missing symbol or a non-zero result into an error.
+macro_rules! cu {
+    ($self:expr, $f:ident($($a:expr),*)) => {
+        match $self.fns.$f {
+            None => Err(format!("{} missing from libcuda", stringify!($f))),
+            Some(f) => {
+                let r = unsafe { f($($a),*) };
+                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
+            }
+        }
+    };
+}
+
+impl Cuda {
+    /// Loads `libcuda.so.1` and initialises the driver; `None` without a usable GPU.
+    pub fn load() -> Option<Cuda> {
+        let (lib, path) = super::open_first(&["libcuda.so.1", "libcuda.so"])?;
+        let c = Cuda { fns: CudaFns::resolve(lib), path, version: 0 };
+        cu!(c, cuInit(0)).ok()?;
+        let mut v = 0;
+        cu!(c, cuDriverGetVersion(&mut v)).ok()?;
+        (c.device_count() > 0).then_some(Cuda { version: v, ..c })
+    }
+
+    pub fn error_string(&self, r: CuResult) -> String {
+        let mut p: *const c_char = std::ptr::null();
+        match self.fns.cuGetErrorString {
+            Some(f) if unsafe { f(r, &mut p) } == 0 && !p.is_null() => {
+                format!("{} ({r})", unsafe { CStr::from_ptr(p) }.to_string_lossy())
+            }
+            _ => format!("CUDA error {r}"),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("CUDA driver {}.{} ({})", self.version / 1000, (self.version % 1000) / 10, self.path)
+    }
+
+    pub fn device_count(&self) -> i32 {
+        let mut n = 0;
+        cu!(self, cuDeviceGetCount(&mut n)).map(|_| n).unwrap_or(0)
+    }
+
+    pub fn current_device(&self) -> Result<i32> {
+        let mut ctx: CuContext = std::ptr::null_mut();
+        cu!(self, cuCtxGetCurrent(&mut ctx))?;
+        if ctx.is_null() {
+            return Ok(0);
+        }
+        let mut d = 0;
+        cu!(self, cuCtxGetDevice(&mut d))?;
+        Ok(d)
+    }
+
+    fn attr(&self, a: c_int, dev: CuDevice) -> Result<i32> {
+        let mut v = 0;
+        cu!(self, cuDeviceGetAttribute(&mut v, a, dev))?;
+        Ok(v)
+    }
+
+    pub fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
+        let mut dev = 0;
+        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
+        let mut name = [0 as c_char; 256];
+        cu!(self, cuDeviceGetName(name.as_mut_ptr(), 256, dev))?;
+        let (major, minor) = (self.attr(ATTR_CC_MAJOR, dev)?, self.attr(ATTR_CC_MINOR, dev)?);
+        Ok(DeviceInfo {
+            backend: Backend::Cuda,
+            ordinal,
+            name: unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(),
+            arch_name: format!("sm_{major}{minor}"),
+            // The PTX targets sm_90; the a/f feature variants of later chips differ.
+            arch: (major == 9 && minor == 0).then_some(Arch::Sm90),
+            units: self.attr(ATTR_MULTIPROCESSOR_COUNT, dev)? as u32,
+            l2_bytes: self.attr(ATTR_L2_CACHE_SIZE, dev)? as u64,
+        })
+    }
+
+    /// The device's primary context (retained for the life of the process).
+    pub fn context(&self, ordinal: i32) -> Result<Context> {
+        let mut dev = 0;
+        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
+        let mut ctx: CuContext = std::ptr::null_mut();
+        cu!(self, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        Ok(Context(ctx, ordinal))
+    }
+
+    /// Runs `f` with `ctx` current, restoring the caller's context after (cheap
+    /// when it is already current, which is the usual case).
+    pub fn with_ctx<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let mut cur: CuContext = std::ptr::null_mut();
+        cu!(self, cuCtxGetCurrent(&mut cur))?;
+        if cur == ctx.0 {
+            return f();
+        }
+        cu!(self, cuCtxPushCurrent_v2(ctx.0))?;
+        let r = f();
+        let mut popped: CuContext = std::ptr::null_mut();
+        let _ = cu!(self, cuCtxPopCurrent_v2(&mut popped));
+        r
+    }
+
+    pub fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module> {
+        if image.last() != Some(&0) {
+            return Err("PTX image must be NUL-terminated".into());
+        }
+        self.with_ctx(ctx, || {
+            let mut log = vec![0u8; 16384];
+            let mut opts = [JIT_ERROR_LOG_BUFFER, JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+            let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+            let mut m: *mut c_void = std::ptr::null_mut();
+            cu!(self, cuModuleLoadDataEx(&mut m, image.as_ptr().cast(), 2, opts.as_mut_ptr(), vals.as_mut_ptr()))
+                .map(|_| Module(m))
+                .map_err(|e| {
+                    let text = String::from_utf8_lossy(&log);
+                    format!("{e}: {}", text.trim_end_matches('\0'))
+                })
+        })
+    }
+
+    pub fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function> {
+        let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
+        self.with_ctx(ctx, || {
+            let mut f: *mut c_void = std::ptr::null_mut();
+            cu!(self, cuModuleGetFunction(&mut f, m.0, cname.as_ptr())).map(|_| Function(f))
+        })
+    }
+
+    pub fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()> {
+        self.with_ctx(ctx, || cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_MAX_DYNAMIC_SHARED, bytes as c_int)))
+    }
+
+    pub fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
+        self.with_ctx(ctx, || {
+            let mut p = 0u64;
+            cu!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
+            cu!(self, cuMemsetD8_v2(p, 0, bytes.max(16)))?;
+            cu!(self, cuCtxSynchronize())?;
+            Ok(DevPtr(p))
+        })
+    }
+
+    pub fn free(&self, ctx: Context, p: DevPtr) {
+        let _ = self.with_ctx(ctx, || cu!(self, cuMemFree_v2(p.0)));
+    }
+
+    /// # Safety
+    /// `params` must match the kernel's parameters.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch(
+        &self,
+        ctx: Context,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: *mut c_void,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        self.with_ctx(ctx, || {
+            cu!(
+                self,
+                cuLaunchKernel(
+                    f.0,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shared,
+                    stream,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut()
+                )
+            )
+        })
+    }
+}
+
+/// Host-side helpers for the GPU suite and benchmarks (not used by the library's
+/// GEMM path): memory, copies, streams, graphs, events.
+impl Cuda {
+    pub fn make_current(&self, ctx: Context) -> Result<()> {
+        cu!(self, cuCtxSetCurrent(ctx.0))
+    }
+    pub fn malloc(&self, bytes: usize) -> Result<u64> {
+        let mut p = 0u64;
+        cu!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
+        Ok(p)
+    }
+    pub fn free_raw(&self, p: u64) {
+        let _ = cu!(self, cuMemFree_v2(p));
+    }
+    pub fn htod<T: Copy>(&self, dst: u64, src: &[T]) -> Result<()> {
+        cu!(self, cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), std::mem::size_of_val(src)))
+    }
+    pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<()> {
+        cu!(self, cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)))
+    }
+    pub fn memset16(&self, dst: u64, value: u16, count: usize) -> Result<()> {
+        cu!(self, cuMemsetD16_v2(dst, value, count))
+    }
+    pub fn copy_async(&self, dst: u64, src: u64, bytes: usize, stream: CuStream) -> Result<()> {
+        cu!(self, cuMemcpyDtoDAsync_v2(dst, src, bytes, stream))
+    }
+    pub fn stream_create(&self) -> Result<CuStream> {
+        let mut s: CuStream = std::ptr::null_mut();
+        cu!(self, cuStreamCreate(&mut s, 1))?; // non-blocking
+        Ok(s)
+    }
+    pub fn stream_destroy(&self, s: CuStream) {
+        let _ = cu!(self, cuStreamDestroy_v2(s));
+    }
+    pub fn sync(&self, s: CuStream) -> Result<()> {
+        cu!(self, cuStreamSynchronize(s))
+    }
+    pub fn device_sync(&self) -> Result<()> {
+        cu!(self, cuCtxSynchronize())
+    }
+    /// Captures what `f` enqueues on `s` into an instantiated graph.
+    pub fn capture(&self, s: CuStream, f: impl FnOnce() -> Result<()>) -> Result<*mut c_void> {
+        cu!(self, cuStreamBeginCapture_v2(s, 1))?; // thread-local mode
+        let r = f();
+        let mut g: *mut c_void = std::ptr::null_mut();
+        let end = cu!(self, cuStreamEndCapture(s, &mut g));
+        r?;
+        end?;
+        let mut exec: *mut c_void = std::ptr::null_mut();
+        let inst = cu!(self, cuGraphInstantiateWithFlags(&mut exec, g, 0));
+        let _ = cu!(self, cuGraphDestroy(g));
+        inst?;
+        Ok(exec)
+    }
+    pub fn graph_launch(&self, exec: *mut c_void, s: CuStream) -> Result<()> {
+        cu!(self, cuGraphLaunch(exec, s))
+    }
+    pub fn graph_destroy(&self, exec: *mut c_void) {
+        let _ = cu!(self, cuGraphExecDestroy(exec));
+    }
+    pub fn event(&self) -> Result<*mut c_void> {
+        let mut e: *mut c_void = std::ptr::null_mut();
+        cu!(self, cuEventCreate(&mut e, 0))?;
+        Ok(e)
+    }
+    pub fn record(&self, e: *mut c_void, s: CuStream) -> Result<()> {
+        cu!(self, cuEventRecord(e, s))
+    }
+    /// Milliseconds between two recorded events (waits for the second).
+    pub fn elapsed_ms(&self, a: *mut c_void, b: *mut c_void) -> Result<f32> {
+        cu!(self, cuEventSynchronize(b))?;
+        let mut ms = 0f32;
+        cu!(self, cuEventElapsedTime(&mut ms, a, b))?;
+        Ok(ms)
+    }
+}

@@ -1,0 +1,198 @@
+//! The HIP runtime (`libamdhip64.so.*`), declared here and loaded at run time.
+//!
+//! The copy the application already loaded is preferred, so its streams (our
+//! `hipStream_t`) belong to the runtime we launch with. Attribute numbers are those
+//! of the ROCm >= 6 `hipDeviceAttribute_t` enum; the arch is decided by which of our
+//! code objects the device accepts, not by a property struct whose layout changes
+//! between ROCm versions.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, Module, Result, dl_table};
+
+type HipError = c_int;
+
+// hipDeviceAttribute_t (ROCm >= 6.0).
+const ATTR_L2_CACHE_SIZE: c_int = 19;
+const ATTR_CC_MAJOR: c_int = 23;
+const ATTR_CC_MINOR: c_int = 61;
+const ATTR_MULTIPROCESSOR_COUNT: c_int = 63;
+
+dl_table!(HipFns {
+    hipRuntimeGetVersion: fn(*mut c_int) -> HipError;
+    hipGetErrorString: fn(HipError) -> *const c_char;
+    hipGetDeviceCount: fn(*mut c_int) -> HipError;
+    hipGetDevice: fn(*mut c_int) -> HipError;
+    hipSetDevice: fn(c_int) -> HipError;
+    hipDeviceGetName: fn(*mut c_char, c_int, c_int) -> HipError;
+    hipDeviceGetAttribute: fn(*mut c_int, c_int, c_int) -> HipError;
+    hipModuleLoadData: fn(*mut *mut c_void, *const c_void) -> HipError;
+    hipModuleGetFunction: fn(*mut *mut c_void, *mut c_void, *const c_char) -> HipError;
+    hipModuleLaunchKernel: fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> HipError;
+    hipMalloc: fn(*mut *mut c_void, usize) -> HipError;
+    hipFree: fn(*mut c_void) -> HipError;
+    hipMemset: fn(*mut c_void, c_int, usize) -> HipError;
+    hipDeviceSynchronize: fn() -> HipError;
+});
+
+pub struct Hip {
+    pub fns: HipFns,
+    path: String,
+    version: i32,
+}
+
+macro_rules! hip {
+    ($self:expr, $f:ident($($a:expr),*)) => {
+        match $self.fns.$f {
+            None => Err(format!("{} missing from libamdhip64", stringify!($f))),
+            Some(f) => {
+                let r = unsafe { f($($a),*) };
+                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
+            }
+        }
+    };
+}
+
+impl Hip {
+    pub fn load() -> Option<Hip> {
+        let (lib, path) = super::open_first(&["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so"])?;
+        let h = Hip { fns: HipFns::resolve(lib), path, version: 0 };
+        let mut v = 0;
+        hip!(h, hipRuntimeGetVersion(&mut v)).ok()?;
+        (h.device_count() > 0).then_some(Hip { version: v, ..h })
+    }
+
+    fn error_string(&self, r: HipError) -> String {
+        match self.fns.hipGetErrorString {
+            Some(f) => {
+                let p = unsafe { f(r) };
+                if p.is_null() { format!("HIP error {r}") } else { format!("{} ({r})", unsafe { CStr::from_ptr(p) }.to_string_lossy()) }
+            }
+            None => format!("HIP error {r}"),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("HIP runtime {} ({})", self.version, self.path)
+    }
+
+    pub fn device_count(&self) -> i32 {
+        let mut n = 0;
+        hip!(self, hipGetDeviceCount(&mut n)).map(|_| n).unwrap_or(0)
+    }
+
+    pub fn current_device(&self) -> Result<i32> {
+        let mut d = 0;
+        hip!(self, hipGetDevice(&mut d))?;
+        Ok(d)
+    }
+
+    fn attr(&self, a: c_int, dev: i32) -> Result<i32> {
+        let mut v = 0;
+        hip!(self, hipDeviceGetAttribute(&mut v, a, dev))?;
+        Ok(v)
+    }
+
+    pub fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
+        let mut name = [0 as c_char; 256];
+        hip!(self, hipDeviceGetName(name.as_mut_ptr(), 256, ordinal))?;
+        // HIP reports gfx9xy as compute capability 9.(x·10+y)/10: gfx942 → 9.4, gfx950 → 9.5.
+        let (major, minor) = (self.attr(ATTR_CC_MAJOR, ordinal)?, self.attr(ATTR_CC_MINOR, ordinal)?);
+        let arch = match (major, minor) {
+            (9, 4) => Some(Arch::Gfx942),
+            (9, 5) => Some(Arch::Gfx950),
+            _ => None,
+        };
+        Ok(DeviceInfo {
+            backend: Backend::Hip,
+            ordinal,
+            name: unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(),
+            arch_name: arch.map(|a| a.name().to_owned()).unwrap_or_else(|| format!("gfx{major}{minor}?")),
+            arch,
+            units: self.attr(ATTR_MULTIPROCESSOR_COUNT, ordinal)? as u32,
+            l2_bytes: self.attr(ATTR_L2_CACHE_SIZE, ordinal)? as u64,
+        })
+    }
+
+    pub fn context(&self, ordinal: i32) -> Result<Context> {
+        Ok(Context(std::ptr::null_mut(), ordinal))
+    }
+
+    /// Runs `f` with the context's device current, restoring the caller's after.
+    fn with_device<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let cur = self.current_device()?;
+        if cur == ctx.1 {
+            return f();
+        }
+        hip!(self, hipSetDevice(ctx.1))?;
+        let r = f();
+        let _ = hip!(self, hipSetDevice(cur));
+        r
+    }
+
+    pub fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module> {
+        self.with_device(ctx, || {
+            let mut m: *mut c_void = std::ptr::null_mut();
+            hip!(self, hipModuleLoadData(&mut m, image.as_ptr().cast())).map(|_| Module(m))
+        })
+    }
+
+    pub fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function> {
+        let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
+        self.with_device(ctx, || {
+            let mut f: *mut c_void = std::ptr::null_mut();
+            hip!(self, hipModuleGetFunction(&mut f, m.0, cname.as_ptr())).map(|_| Function(f))
+        })
+    }
+
+    pub fn set_max_dynamic_shared(&self, _ctx: Context, _f: Function, _bytes: u32) -> Result<()> {
+        Ok(()) // LDS up to the arch limit needs no opt-in on AMD.
+    }
+
+    pub fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
+        self.with_device(ctx, || {
+            let mut p: *mut c_void = std::ptr::null_mut();
+            hip!(self, hipMalloc(&mut p, bytes.max(16)))?;
+            hip!(self, hipMemset(p, 0, bytes.max(16)))?;
+            hip!(self, hipDeviceSynchronize())?;
+            Ok(DevPtr(p as u64))
+        })
+    }
+
+    pub fn free(&self, ctx: Context, p: DevPtr) {
+        let _ = self.with_device(ctx, || hip!(self, hipFree(p.0 as *mut c_void)));
+    }
+
+    /// # Safety
+    /// `params` must match the kernel's parameters.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch(
+        &self,
+        _ctx: Context,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: *mut c_void,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        // A module function is bound to the device it was loaded on; the caller's
+        // stream decides where it runs, so no device switch in the hot path.
+        hip!(
+            self,
+            hipModuleLaunchKernel(
+                f.0,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut()
+            )
+        )
+    }
+}

@@ -1,0 +1,95 @@
+//! Logging in the spirit of `HIPBLASLT_LOG_LEVEL/FILE`: off unless `SKINNYLT_LOG`
+//! asks for it; a line per call at trace level. Nothing is formatted when the level
+//! is off, so the hot path pays one relaxed load.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Level {
+    Off = 0,
+    Error = 1,
+    Warn = 2,
+    Info = 3,
+    Debug = 4,
+    Trace = 5,
+}
+
+impl Level {
+    pub fn parse(s: &str) -> Option<Level> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "0" | "none" => Level::Off,
+            "error" | "1" => Level::Error,
+            "warn" | "warning" | "2" => Level::Warn,
+            "info" | "3" => Level::Info,
+            "debug" | "4" => Level::Debug,
+            "trace" | "5" => Level::Trace,
+            _ => return None,
+        })
+    }
+}
+
+/// 255 = not yet initialised.
+static LEVEL: AtomicU8 = AtomicU8::new(255);
+static SINK: OnceLock<Mutex<Box<dyn Write + Send>>> = OnceLock::new();
+
+#[inline]
+pub fn enabled(level: Level) -> bool {
+    let mut l = LEVEL.load(Ordering::Relaxed);
+    if l == 255 {
+        l = init();
+    }
+    level as u8 <= l
+}
+
+#[cold]
+fn init() -> u8 {
+    let cfg = crate::config::get();
+    let l = cfg.log_level as u8;
+    LEVEL.store(l, Ordering::Relaxed);
+    if l > 0 {
+        crate::stats::print_at_exit();
+    }
+    l
+}
+
+fn sink() -> &'static Mutex<Box<dyn Write + Send>> {
+    SINK.get_or_init(|| {
+        let cfg = crate::config::get();
+        let file = cfg.log_file.as_ref().and_then(|f| {
+            let path = f.replace("%i", &std::process::id().to_string());
+            std::fs::OpenOptions::new().create(true).append(true).open(path).ok()
+        });
+        Mutex::new(match file {
+            Some(f) => Box::new(f),
+            None => Box::new(std::io::stderr()),
+        })
+    })
+}
+
+#[cold]
+pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
+    if let Ok(mut w) = sink().lock() {
+        let _ = writeln!(w, "skinnylt[{}] {:?}: {}", std::process::id(), level, args);
+        let _ = w.flush();
+    }
+}
+
+#[macro_export]
+macro_rules! log_at {
+    ($lvl:expr, $($t:tt)*) => {
+        if $crate::log::enabled($lvl) { $crate::log::write($lvl, format_args!($($t)*)); }
+    };
+}
+#[macro_export]
+macro_rules! log_error { ($($t:tt)*) => { $crate::log_at!($crate::log::Level::Error, $($t)*) }; }
+#[macro_export]
+macro_rules! log_warn { ($($t:tt)*) => { $crate::log_at!($crate::log::Level::Warn, $($t)*) }; }
+#[macro_export]
+macro_rules! log_info { ($($t:tt)*) => { $crate::log_at!($crate::log::Level::Info, $($t)*) }; }
+#[macro_export]
+macro_rules! log_debug { ($($t:tt)*) => { $crate::log_at!($crate::log::Level::Debug, $($t)*) }; }
+#[macro_export]
+macro_rules! log_trace { ($($t:tt)*) => { $crate::log_at!($crate::log::Level::Trace, $($t)*) }; }

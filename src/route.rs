@@ -1,0 +1,694 @@
+//! Normalising a `hipblasLtMatmul` call into one GEMM problem, and the decision
+//! "ours" or "forward" — a pure function of the shadowed descriptors, the pointer
+//! values and the policy. Every forward carries a reason, counted per process.
+//!
+//! skinnylt runs a call only when every attribute is understood and supported
+//! (checklist: hipblaslt_api.md §7.4); anything else goes to the real library
+//! untouched, so nothing a user did before stops working.
+
+use crate::abi::{self, desc_attr, layout_attr};
+use crate::shadow::{DescState, LayoutState};
+
+/// Why a call was forwarded. The discriminant indexes the per-process counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Reason {
+    Disabled,
+    Reentrant,
+    UnknownDescriptor,
+    NullArgument,
+    UnknownAttribute,
+    VersionDependent,
+    Transpose,
+    Order,
+    Batch,
+    DataType,
+    ComputeType,
+    ScaleType,
+    Epilogue,
+    BiasType,
+    PointerMode,
+    ScaleOrAux,
+    Dimensions,
+    EmptyProblem,
+    TooManyTokens,
+    Alignment,
+    Beta,
+    NoGpu,
+    ArchUnsupported,
+    TunedForward,
+    Workspace,
+    StreamSlots,
+    LaunchFailed,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 27] = [
+        Reason::Disabled,
+        Reason::Reentrant,
+        Reason::UnknownDescriptor,
+        Reason::NullArgument,
+        Reason::UnknownAttribute,
+        Reason::VersionDependent,
+        Reason::Transpose,
+        Reason::Order,
+        Reason::Batch,
+        Reason::DataType,
+        Reason::ComputeType,
+        Reason::ScaleType,
+        Reason::Epilogue,
+        Reason::BiasType,
+        Reason::PointerMode,
+        Reason::ScaleOrAux,
+        Reason::Dimensions,
+        Reason::EmptyProblem,
+        Reason::TooManyTokens,
+        Reason::Alignment,
+        Reason::Beta,
+        Reason::NoGpu,
+        Reason::ArchUnsupported,
+        Reason::TunedForward,
+        Reason::Workspace,
+        Reason::StreamSlots,
+        Reason::LaunchFailed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Disabled => "disabled",
+            Reason::Reentrant => "reentrant-call",
+            Reason::UnknownDescriptor => "unknown-descriptor",
+            Reason::NullArgument => "null-argument",
+            Reason::UnknownAttribute => "unknown-attribute",
+            Reason::VersionDependent => "version-dependent-attribute",
+            Reason::Transpose => "transpose",
+            Reason::Order => "order",
+            Reason::Batch => "batch",
+            Reason::DataType => "data-type",
+            Reason::ComputeType => "compute-type",
+            Reason::ScaleType => "scale-type",
+            Reason::Epilogue => "epilogue",
+            Reason::BiasType => "bias-type",
+            Reason::PointerMode => "pointer-mode",
+            Reason::ScaleOrAux => "scale-or-aux-pointer",
+            Reason::Dimensions => "dimensions",
+            Reason::EmptyProblem => "empty-problem",
+            Reason::TooManyTokens => "too-many-tokens",
+            Reason::Alignment => "alignment",
+            Reason::Beta => "beta",
+            Reason::NoGpu => "no-gpu",
+            Reason::ArchUnsupported => "arch-unsupported",
+            Reason::TunedForward => "tuned-forward",
+            Reason::Workspace => "workspace",
+            Reason::StreamSlots => "stream-slots",
+            Reason::LaunchFailed => "launch-failed",
+        }
+    }
+}
+
+pub use crate::tuning::schema::DType;
+
+/// The element type for a `hipDataType`, if skinnylt runs it.
+pub fn dtype_from_hip(t: i32) -> Option<DType> {
+    match t {
+        abi::R_16BF => Some(DType::Bf16),
+        abi::R_16F => Some(DType::F16),
+        _ => None,
+    }
+}
+
+/// Which client call pattern the problem came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `F.linear`: opA=T, opB=N, m = out features, n = tokens.
+    Linear,
+    /// 1-D input (`addmv`): m = 1, opA=N, opB=N, n = out features.
+    Gemv,
+}
+
+/// The decode GEMM in the user's terms: `Y[M,N] = alpha · X[M,K] · W[N,K]ᵀ (+ bias[N])`,
+/// with W(n,k) at `w + 2(n·ldw + k)`, X(t,k) at `x + 2(t·ldx + k)`, Y(t,n) at `y + 2(t·ldy + n)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Problem {
+    pub dtype: DType,
+    pub form: Form,
+    /// Tokens (the small dimension).
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub w: u64,
+    pub ldw: u64,
+    pub x: u64,
+    pub ldx: u64,
+    pub y: u64,
+    pub ldy: u64,
+    /// Bias pointer, 0 when none.
+    pub bias: u64,
+    pub alpha: f32,
+}
+
+impl Problem {
+    pub fn has_bias(&self) -> bool {
+        self.bias != 0
+    }
+}
+
+/// What routing may assume about the process.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    pub enabled: bool,
+    pub max_m: u64,
+    /// `hipblasLtGetVersion` of the real library (or of our own ABI in standalone
+    /// mode); `None` while unknown.
+    pub version: Option<i32>,
+}
+
+/// The pointer arguments of `hipblasLtMatmul`, as integers (never dereferenced here).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pointers {
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+    pub d: u64,
+}
+
+/// Everything `hipblasLtMatmul` passed that routing looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    pub desc: Option<&'a DescState>,
+    pub a: Option<&'a LayoutState>,
+    pub b: Option<&'a LayoutState>,
+    pub c: Option<&'a LayoutState>,
+    pub d: Option<&'a LayoutState>,
+    pub ptrs: Pointers,
+    /// `*alpha` / `*beta` as host floats; `None` when the pointer was null (the
+    /// caller only reads them in host pointer mode).
+    pub alpha: Option<f32>,
+    pub beta: Option<f32>,
+}
+
+/// hipBLASLt version ranges where attributes 102/103 mean different things (§2.5).
+fn versioned_102_is_scale_vector(v: i32) -> bool {
+    (1000..100000).contains(&v) // ROCm 6.3 (0.10) and 6.4 (0.12)
+}
+fn versioned_102_is_act_arg(v: i32) -> bool {
+    v >= 100100 // ROCm 7.1 (1.1) and later
+}
+
+/// Checks every matmul-descriptor attribute that was set.
+fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Result<(), Reason> {
+    use desc_attr::*;
+    for (&attr, &v) in &desc.attrs {
+        match attr {
+            // Read by name below.
+            TRANSA | TRANSB | EPILOGUE | BIAS_POINTER | BIAS_DATA_TYPE | POINTER_MODE => {}
+            // Pointers of features we do not implement: fine only when unset (null).
+            A_SCALE_POINTER | B_SCALE_POINTER | C_SCALE_POINTER | D_SCALE_POINTER
+            | EPILOGUE_AUX_SCALE_POINTER | EPILOGUE_AUX_POINTER | AMAX_D_POINTER
+            | FUSED_EPILOGUE => {
+                if v != 0 {
+                    return Err(Reason::ScaleOrAux);
+                }
+            }
+            // Used only by AUX epilogues / batched bias, neither of which we run.
+            EPILOGUE_AUX_LD | EPILOGUE_AUX_BATCH_STRIDE | EPILOGUE_AUX_DATA_TYPE
+            | BIAS_BATCH_STRIDE => {}
+            // SCALAR_32F is the default and means nothing without a scale pointer.
+            A_SCALE_MODE | B_SCALE_MODE => {
+                if v != 0 {
+                    return Err(Reason::ScaleOrAux);
+                }
+            }
+            SM_COUNT_TARGET => {
+                if v != 0 {
+                    return Err(Reason::UnknownAttribute);
+                }
+            }
+            COMPUTE_INPUT_TYPE_A_EXT | COMPUTE_INPUT_TYPE_B_EXT => {
+                let t = v as u32 as i32;
+                if t != a_type && t != abi::DATATYPE_INVALID {
+                    return Err(Reason::DataType);
+                }
+            }
+            VERSIONED_102 | VERSIONED_103 => match version {
+                Some(ver) if versioned_102_is_scale_vector(ver) => {
+                    if v != 0 {
+                        return Err(Reason::ScaleOrAux);
+                    }
+                }
+                // Activation arguments: unused by DEFAULT and BIAS epilogues.
+                Some(ver) if versioned_102_is_act_arg(ver) => {}
+                _ => return Err(Reason::VersionDependent),
+            },
+            // Stream-K is a scheduling hint of theirs; uniform summation order asks
+            // for determinism, which every skinnylt kernel has.
+            STREAMK_TILE_SCHEDULING_EXT | UNIFORM_SUMMATION_ORDER_EXT => {}
+            _ => return Err(Reason::UnknownAttribute),
+        }
+    }
+    Ok(())
+}
+
+/// Checks a layout's extra attributes: one column-major matrix, no offsets.
+fn check_layout_attrs(l: &LayoutState) -> Result<(), Reason> {
+    use layout_attr::*;
+    for (&attr, &v) in &l.attrs {
+        match attr {
+            BATCH_COUNT => {
+                if v as u32 as i32 != 1 {
+                    return Err(Reason::Batch);
+                }
+            }
+            STRIDED_BATCH_OFFSET => {} // meaningless with one batch
+            ORDER => {
+                if v as u32 as i32 != abi::ORDER_COL {
+                    return Err(Reason::Order);
+                }
+            }
+            BATCH_MODE | OFFSET => {
+                if v != 0 {
+                    return Err(Reason::Batch);
+                }
+            }
+            _ => return Err(Reason::UnknownAttribute),
+        }
+    }
+    Ok(())
+}
+
+/// Column-major `rows × cols` with leading dimension `ld`: valid per BLAS rules.
+fn valid_ld(l: &LayoutState) -> bool {
+    l.ld >= 1 && (l.ld as u64) >= l.rows
+}
+
+/// The routing decision.
+pub fn route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
+    if !policy.enabled {
+        return Err(Reason::Disabled);
+    }
+    let (Some(desc), Some(a), Some(b), Some(c), Some(d)) = (call.desc, call.a, call.b, call.c, call.d) else {
+        return Err(Reason::UnknownDescriptor);
+    };
+    let p = call.ptrs;
+    if p.c == 0 || p.d == 0 {
+        return Err(Reason::NullArgument);
+    }
+    // Types: A = B = C = D, bf16 or f16; fp32 compute and scale.
+    let dtype = dtype_from_hip(a.dtype).ok_or(Reason::DataType)?;
+    if b.dtype != a.dtype || c.dtype != a.dtype || d.dtype != a.dtype {
+        return Err(Reason::DataType);
+    }
+    if desc.compute_type != abi::COMPUTE_32F {
+        return Err(Reason::ComputeType);
+    }
+    if desc.scale_type != abi::R_32F {
+        return Err(Reason::ScaleType);
+    }
+    check_desc_attrs(desc, a.dtype, policy.version)?;
+    for l in [a, b, c, d] {
+        check_layout_attrs(l)?;
+        if !valid_ld(l) {
+            return Err(Reason::Dimensions);
+        }
+    }
+    if desc.pointer_mode() != abi::POINTER_MODE_HOST {
+        return Err(Reason::PointerMode);
+    }
+    let epilogue = desc.epilogue();
+    let bias = match epilogue {
+        abi::EPILOGUE_DEFAULT => 0,
+        abi::EPILOGUE_BIAS => {
+            let t = desc.bias_type();
+            if t != abi::DATATYPE_INVALID && t != d.dtype {
+                return Err(Reason::BiasType);
+            }
+            if desc.bias_pointer() == 0 {
+                return Err(Reason::NullArgument);
+            }
+            desc.bias_pointer()
+        }
+        _ => return Err(Reason::Epilogue),
+    };
+    let (Some(alpha), Some(beta)) = (call.alpha, call.beta) else {
+        return Err(Reason::NullArgument);
+    };
+    if beta != 0.0 {
+        return Err(Reason::Beta);
+    }
+    // C (unused with beta = 0) must still describe the same m×n matrix as D.
+    if c.rows != d.rows || c.cols != d.cols {
+        return Err(Reason::Dimensions);
+    }
+
+    let (ta, tb) = (desc.trans_a(), desc.trans_b());
+    let problem = if ta == abi::OP_T && tb == abi::OP_N {
+        // op(A) = Aᵀ with A stored k×m; B stored k×n; D is m×n.
+        let (k, m, n) = (a.rows, a.cols, b.cols);
+        if b.rows != k || d.rows != m || d.cols != n {
+            return Err(Reason::Dimensions);
+        }
+        Problem {
+            dtype,
+            form: Form::Linear,
+            m: n as u32,
+            n: m as u32,
+            k: k as u32,
+            w: p.a,
+            ldw: a.ld as u64,
+            x: p.b,
+            ldx: b.ld as u64,
+            y: p.d,
+            ldy: d.ld as u64,
+            bias,
+            alpha,
+        }
+        .checked(m, n, k)?
+    } else if ta == abi::OP_N && tb == abi::OP_N && a.rows == 1 {
+        // The gemv form: x is A (1×k), the weight is B (k×n, K contiguous), y is D (1×n).
+        let (k, n) = (a.cols, b.cols);
+        if b.rows != k || d.rows != 1 || d.cols != n {
+            return Err(Reason::Dimensions);
+        }
+        // x and y must be contiguous vectors.
+        if a.ld != 1 || d.ld != 1 {
+            return Err(Reason::Alignment);
+        }
+        Problem {
+            dtype,
+            form: Form::Gemv,
+            m: 1,
+            n: n as u32,
+            k: k as u32,
+            w: p.b,
+            ldw: b.ld as u64,
+            x: p.a,
+            ldx: k,
+            y: p.d,
+            ldy: n,
+            bias,
+            alpha,
+        }
+        .checked(1, n, k)?
+    } else {
+        return Err(Reason::Transpose);
+    };
+    if problem.m as u64 > policy.max_m {
+        return Err(Reason::TooManyTokens);
+    }
+    Ok(problem)
+}
+
+impl Problem {
+    /// Size and alignment rules of the kernels (16-byte loads along K).
+    fn checked(self, blas_m: u64, blas_n: u64, k: u64) -> Result<Problem, Reason> {
+        if blas_m == 0 || blas_n == 0 || k == 0 {
+            return Err(Reason::EmptyProblem);
+        }
+        if blas_m > u32::MAX as u64 / 2 || blas_n > u32::MAX as u64 / 2 || k > u32::MAX as u64 / 2 {
+            return Err(Reason::Dimensions);
+        }
+        if self.w == 0 || self.x == 0 {
+            return Err(Reason::NullArgument);
+        }
+        let aligned16 = |p: u64| p % 16 == 0;
+        if self.k % 8 != 0
+            || !aligned16(self.w)
+            || !aligned16(self.x)
+            || self.ldw % 8 != 0
+            || (self.m > 1 && self.ldx % 8 != 0)
+            || self.y % 2 != 0
+            || self.bias % 2 != 0
+        {
+            return Err(Reason::Alignment);
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shadow::RawAttrs;
+    use proptest::prelude::*;
+
+    const POLICY: Policy = Policy { enabled: true, max_m: 128, version: Some(100202) };
+    const W: u64 = 0x7000_0000;
+    const X: u64 = 0x7100_0000;
+    const Y: u64 = 0x7200_0000;
+    const BIAS: u64 = 0x7300_0000;
+
+    /// PyTorch's `F.linear(x[M,K], W[N,K], b)` as hipBLASLt sees it (§4.1).
+    struct Linear {
+        desc: DescState,
+        a: LayoutState,
+        b: LayoutState,
+        d: LayoutState,
+        alpha: Option<f32>,
+        beta: Option<f32>,
+        ptrs: Pointers,
+    }
+
+    fn linear(m: u64, n: u64, k: u64, dtype: i32, bias: bool) -> Linear {
+        let mut desc = DescState::new(abi::COMPUTE_32F, abi::R_32F);
+        desc.attrs.insert(desc_attr::TRANSA, abi::OP_T as u64);
+        desc.attrs.insert(desc_attr::TRANSB, abi::OP_N as u64);
+        if bias {
+            desc.attrs.insert(desc_attr::EPILOGUE, abi::EPILOGUE_BIAS as u64);
+            desc.attrs.insert(desc_attr::BIAS_POINTER, BIAS);
+        }
+        Linear {
+            desc,
+            a: LayoutState::new(dtype, k, n, k as i64),
+            b: LayoutState::new(dtype, k, m, k as i64),
+            d: LayoutState::new(dtype, n, m, n as i64),
+            alpha: Some(1.0),
+            beta: Some(0.0),
+            ptrs: Pointers { a: W, b: X, c: Y, d: Y },
+        }
+    }
+
+    impl Linear {
+        fn route(&self) -> Result<Problem, Reason> {
+            self.route_with(&POLICY)
+        }
+        fn route_with(&self, p: &Policy) -> Result<Problem, Reason> {
+            let call = Call {
+                desc: Some(&self.desc),
+                a: Some(&self.a),
+                b: Some(&self.b),
+                c: Some(&self.d),
+                d: Some(&self.d),
+                ptrs: self.ptrs,
+                alpha: self.alpha,
+                beta: self.beta,
+            };
+            route(&call, p)
+        }
+    }
+
+    #[test]
+    fn pytorch_linear_is_ours() {
+        let p = linear(4, 2880, 4096, abi::R_16BF, true).route().unwrap();
+        assert_eq!((p.m, p.n, p.k), (4, 2880, 4096));
+        assert_eq!((p.w, p.ldw, p.x, p.ldx, p.y, p.ldy), (W, 4096, X, 4096, Y, 2880));
+        assert_eq!(p.bias, BIAS);
+        assert_eq!(p.dtype, DType::Bf16);
+        assert_eq!(p.form, Form::Linear);
+        let p = linear(1, 64, 7168, abi::R_16F, false).route().unwrap();
+        assert_eq!((p.dtype, p.bias), (DType::F16, 0));
+    }
+
+    #[test]
+    fn gemv_form_is_ours() {
+        let mut desc = DescState::new(abi::COMPUTE_32F, abi::R_32F);
+        desc.attrs.insert(desc_attr::TRANSA, abi::OP_N as u64);
+        desc.attrs.insert(desc_attr::TRANSB, abi::OP_N as u64);
+        let a = LayoutState::new(abi::R_16BF, 1, 4096, 1);
+        let b = LayoutState::new(abi::R_16BF, 4096, 11008, 4096);
+        let d = LayoutState::new(abi::R_16BF, 1, 11008, 1);
+        let call = Call {
+            desc: Some(&desc),
+            a: Some(&a),
+            b: Some(&b),
+            c: Some(&d),
+            d: Some(&d),
+            ptrs: Pointers { a: X, b: W, c: Y, d: Y },
+            alpha: Some(2.0),
+            beta: Some(0.0),
+        };
+        let p = route(&call, &POLICY).unwrap();
+        assert_eq!((p.form, p.m, p.n, p.k), (Form::Gemv, 1, 11008, 4096));
+        assert_eq!((p.w, p.ldw, p.x, p.y), (W, 4096, X, Y));
+        assert_eq!(p.alpha, 2.0);
+        // A strided x is not the contiguous vector the kernels read.
+        let a2 = LayoutState::new(abi::R_16BF, 1, 4096, 2);
+        let call2 = Call { a: Some(&a2), ..call };
+        assert_eq!(route(&call2, &POLICY), Err(Reason::Alignment));
+    }
+
+    #[test]
+    fn every_forward_reason_of_the_checklist() {
+        let base = || linear(8, 1024, 7168, abi::R_16BF, false);
+        let cases: Vec<(Box<dyn Fn(&mut Linear)>, Reason)> = vec![
+            (Box::new(|l| l.desc.compute_type = 4), Reason::ComputeType),
+            (Box::new(|l| l.desc.scale_type = abi::R_16F), Reason::ScaleType),
+            (Box::new(|l| l.a.dtype = abi::R_32F), Reason::DataType),
+            (Box::new(|l| l.b.dtype = abi::R_16F), Reason::DataType),
+            (Box::new(|l| l.d.dtype = abi::R_16F), Reason::DataType),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::TRANSB, abi::OP_T as u64); }), Reason::Transpose),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::TRANSA, abi::OP_C as u64); }), Reason::Transpose),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::TRANSA, abi::OP_N as u64); }), Reason::Transpose),
+            (Box::new(|l| { l.a.attrs.insert(layout_attr::ORDER, 1); }), Reason::Order),
+            (Box::new(|l| { l.a.attrs.insert(layout_attr::ORDER, 100); }), Reason::Order),
+            (Box::new(|l| { l.b.attrs.insert(layout_attr::BATCH_COUNT, 2); }), Reason::Batch),
+            (Box::new(|l| { l.b.attrs.insert(layout_attr::BATCH_MODE, 1); }), Reason::Batch),
+            (Box::new(|l| { l.d.attrs.insert(layout_attr::OFFSET, 8); }), Reason::Batch),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 2); }), Reason::Epilogue),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 36); }), Reason::Epilogue),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 4); }), Reason::NullArgument),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 4); l.desc.attrs.insert(desc_attr::BIAS_POINTER, BIAS); l.desc.attrs.insert(desc_attr::BIAS_DATA_TYPE, abi::R_32F as u64); }), Reason::BiasType),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::POINTER_MODE, 1); }), Reason::PointerMode),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::A_SCALE_POINTER, 0x10); }), Reason::ScaleOrAux),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::D_SCALE_POINTER, 0x10); }), Reason::ScaleOrAux),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::AMAX_D_POINTER, 0x10); }), Reason::ScaleOrAux),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE_AUX_POINTER, 0x10); }), Reason::ScaleOrAux),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::FUSED_EPILOGUE, 0x10); }), Reason::ScaleOrAux),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::A_SCALE_MODE, 3); }), Reason::ScaleOrAux),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::COMPUTE_INPUT_TYPE_A_EXT, 28); }), Reason::DataType),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::SM_COUNT_TARGET, 64); }), Reason::UnknownAttribute),
+            (Box::new(|l| { l.desc.attrs.insert(77, 1); }), Reason::UnknownAttribute),
+            (Box::new(|l| { l.a.attrs.insert(99, 1); }), Reason::UnknownAttribute),
+            (Box::new(|l| l.beta = Some(1.0)), Reason::Beta),
+            (Box::new(|l| l.beta = None), Reason::NullArgument),
+            (Box::new(|l| l.alpha = None), Reason::NullArgument),
+            (Box::new(|l| l.ptrs.d = 0), Reason::NullArgument),
+            (Box::new(|l| l.ptrs.c = 0), Reason::NullArgument),
+            (Box::new(|l| l.ptrs.a = 0), Reason::NullArgument),
+            (Box::new(|l| l.b.rows = 7000), Reason::Dimensions),
+            (Box::new(|l| l.d.cols = 9), Reason::Dimensions),
+            (Box::new(|l| l.a.ld = 100), Reason::Dimensions),
+            (Box::new(|l| { l.b.cols = 0; l.d.cols = 0; }), Reason::EmptyProblem),
+            (Box::new(|l| { l.a.rows = 7170; l.a.ld = 7170; l.b.rows = 7170; l.b.ld = 7170; }), Reason::Alignment),
+            (Box::new(|l| l.ptrs.a = W + 8), Reason::Alignment),
+            (Box::new(|l| l.ptrs.b = X + 2), Reason::Alignment),
+            (Box::new(|l| { l.a.ld = 7172; }), Reason::Alignment),
+            (Box::new(|l| { l.b.cols = 129; l.d.cols = 129; }), Reason::TooManyTokens),
+        ];
+        assert!(base().route().is_ok());
+        for (i, (mutate, want)) in cases.iter().enumerate() {
+            let mut l = base();
+            mutate(&mut l);
+            assert_eq!(l.route(), Err(*want), "case {i}");
+        }
+        let off = Policy { enabled: false, ..POLICY };
+        assert_eq!(base().route_with(&off), Err(Reason::Disabled));
+        let small = Policy { max_m: 4, ..POLICY };
+        assert_eq!(base().route_with(&small), Err(Reason::TooManyTokens));
+    }
+
+    #[test]
+    fn harmless_attributes_stay_ours() {
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, true);
+        for (attr, v) in [
+            (desc_attr::A_SCALE_POINTER, 0),
+            (desc_attr::EPILOGUE_AUX_LD, 64),
+            (desc_attr::BIAS_DATA_TYPE, abi::R_16BF as u64),
+            (desc_attr::COMPUTE_INPUT_TYPE_A_EXT, abi::R_16BF as u64),
+            (desc_attr::STREAMK_TILE_SCHEDULING_EXT, 2),
+            (desc_attr::UNIFORM_SUMMATION_ORDER_EXT, 1),
+            (desc_attr::POINTER_MODE, 0),
+        ] {
+            l.desc.attrs.insert(attr, v);
+        }
+        l.a.attrs.insert(layout_attr::BATCH_COUNT, 1);
+        l.a.attrs.insert(layout_attr::STRIDED_BATCH_OFFSET, 12345);
+        l.a.attrs.insert(layout_attr::ORDER, abi::ORDER_COL as u64);
+        assert!(l.route().is_ok());
+    }
+
+    #[test]
+    fn attributes_102_103_follow_the_runtime_version() {
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+        l.desc.attrs.insert(desc_attr::VERSIONED_102, 0x1234);
+        // ROCm 6.3/6.4: a row-scale vector pointer → not ours.
+        for v in [1000, 1201] {
+            assert_eq!(l.route_with(&Policy { version: Some(v), ..POLICY }), Err(Reason::ScaleOrAux));
+        }
+        // ROCm >= 7.1: an activation argument, unused by DEFAULT/BIAS → ours.
+        for v in [100100, 100202, 140000] {
+            assert!(l.route_with(&Policy { version: Some(v), ..POLICY }).is_ok());
+        }
+        // Unknown or a version where 102 does not exist → forward.
+        for v in [None, Some(800), Some(100000)] {
+            assert_eq!(l.route_with(&Policy { version: v, ..POLICY }), Err(Reason::VersionDependent));
+        }
+        // A null scale vector on 6.3 is harmless.
+        l.desc.attrs.insert(desc_attr::VERSIONED_102, 0);
+        assert!(l.route_with(&Policy { version: Some(1000), ..POLICY }).is_ok());
+    }
+
+    #[test]
+    fn unknown_descriptors_forward() {
+        let l = linear(8, 1024, 7168, abi::R_16BF, false);
+        let mut call = Call {
+            desc: Some(&l.desc),
+            a: Some(&l.a),
+            b: Some(&l.b),
+            c: Some(&l.d),
+            d: Some(&l.d),
+            ptrs: l.ptrs,
+            alpha: l.alpha,
+            beta: l.beta,
+        };
+        assert!(route(&call, &POLICY).is_ok());
+        call.c = None;
+        assert_eq!(route(&call, &POLICY), Err(Reason::UnknownDescriptor));
+        call.c = Some(&l.d);
+        call.desc = None;
+        assert_eq!(route(&call, &POLICY), Err(Reason::UnknownDescriptor));
+    }
+
+    fn arb_attrs() -> impl Strategy<Value = RawAttrs> {
+        proptest::collection::vec((0i32..110, prop_oneof![Just(0u64), Just(1), Just(4), Just(14), any::<u64>()]), 0..6)
+            .prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest! {
+        /// Any problem routing accepts satisfies the kernels' contract, whatever the
+        /// attributes and shapes thrown at it.
+        #[test]
+        fn accepted_problems_satisfy_the_kernel_contract(
+            m in 0u64..300, n in 0u64..20000, k in 0u64..20000,
+            dtype in prop_oneof![Just(abi::R_16BF), Just(abi::R_16F), Just(abi::R_32F)],
+            bias in any::<bool>(),
+            extra in arb_attrs(),
+            lda_pad in 0i64..40, ldb_pad in 0i64..40, ldd_pad in 0i64..40,
+            wa in 0u64..4, xa in 0u64..4,
+        ) {
+            let mut l = linear(m, n, k, dtype, bias);
+            for (a, v) in extra { l.desc.attrs.entry(a).or_insert(v); }
+            l.a.ld += lda_pad; l.b.ld += ldb_pad; l.d.ld += ldd_pad;
+            l.ptrs.a += wa * 8; l.ptrs.b += xa * 8;
+            if let Ok(p) = l.route() {
+                prop_assert!(p.m >= 1 && p.m as u64 <= POLICY.max_m && p.n >= 1 && p.k >= 1);
+                prop_assert_eq!(p.k % 8, 0);
+                prop_assert_eq!(p.w % 16, 0);
+                prop_assert_eq!(p.x % 16, 0);
+                prop_assert_eq!(p.ldw % 8, 0);
+                prop_assert!(p.ldw >= p.k as u64 && p.ldx >= p.k as u64 && p.ldy >= p.n as u64);
+                prop_assert!(p.m == 1 || p.ldx % 8 == 0);
+                prop_assert!(dtype_from_hip(dtype).is_some());
+                let e = l.desc.epilogue();
+                prop_assert!(e == abi::EPILOGUE_DEFAULT || e == abi::EPILOGUE_BIAS);
+                prop_assert_eq!(p.has_bias(), e == abi::EPILOGUE_BIAS);
+            }
+        }
+
+        /// Routing never looks at anything but its inputs: same call, same answer.
+        #[test]
+        fn routing_is_deterministic(m in 1u64..200, n in 1u64..9000, k in 1u64..9000, bias in any::<bool>()) {
+            let l = linear(m, n, k * 8, abi::R_16BF, bias);
+            prop_assert_eq!(l.route(), l.route());
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! The side table: what every live descriptor holds, keyed by its pointer.
+//!
+//! hipBLASLt cannot report rows/cols/ld/type of a layout, nor the compute and scale
+//! type of a matmul descriptor, so skinnylt records them as they are created and set
+//! (research: hipblaslt_api.md §2.8, §5). Entries are removed on Destroy, before the
+//! real library frees the object, because addresses are reused. A pointer missing
+//! from the table (created before we were loaded, or mutated behind our back through
+//! the C++ API) makes the call forward.
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use rustc_hash::FxHashMap;
+
+use crate::abi::{self, desc_attr, layout_attr};
+
+/// Attribute values as hipBLASLt copies them: up to 8 bytes, zero-extended.
+pub type RawAttrs = FxHashMap<i32, u64>;
+
+/// Reads the payload of an attribute the way hipBLASLt does: `sizeof(field)` bytes.
+///
+/// # Safety
+/// `buf` must be valid for `size` bytes.
+pub unsafe fn read_payload(buf: *const u8, size: usize) -> u64 {
+    let n = size.min(8);
+    let mut bytes = [0u8; 8];
+    unsafe { std::ptr::copy_nonoverlapping(buf, bytes.as_mut_ptr(), n) };
+    u64::from_le_bytes(bytes)
+}
+
+/// A matmul descriptor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DescState {
+    pub compute_type: i32,
+    pub scale_type: i32,
+    pub attrs: RawAttrs,
+}
+
+impl DescState {
+    pub fn new(compute_type: i32, scale_type: i32) -> Self {
+        DescState { compute_type, scale_type, attrs: RawAttrs::default() }
+    }
+    fn get(&self, attr: i32, default: u64) -> u64 {
+        self.attrs.get(&attr).copied().unwrap_or(default)
+    }
+    pub fn trans_a(&self) -> i32 {
+        self.get(desc_attr::TRANSA, abi::OP_N as u64) as i32
+    }
+    pub fn trans_b(&self) -> i32 {
+        self.get(desc_attr::TRANSB, abi::OP_N as u64) as i32
+    }
+    pub fn epilogue(&self) -> u32 {
+        self.get(desc_attr::EPILOGUE, abi::EPILOGUE_DEFAULT as u64) as u32
+    }
+    pub fn bias_pointer(&self) -> u64 {
+        self.get(desc_attr::BIAS_POINTER, 0)
+    }
+    pub fn bias_type(&self) -> i32 {
+        self.get(desc_attr::BIAS_DATA_TYPE, abi::DATATYPE_INVALID as u64) as i32
+    }
+    pub fn pointer_mode(&self) -> i32 {
+        self.get(desc_attr::POINTER_MODE, abi::POINTER_MODE_HOST as u64) as i32
+    }
+}
+
+/// A matrix layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayoutState {
+    pub dtype: i32,
+    pub rows: u64,
+    pub cols: u64,
+    pub ld: i64,
+    /// Attributes other than TYPE/ROWS/COLS/LD.
+    pub attrs: RawAttrs,
+}
+
+impl LayoutState {
+    pub fn new(dtype: i32, rows: u64, cols: u64, ld: i64) -> Self {
+        LayoutState { dtype, rows, cols, ld, attrs: RawAttrs::default() }
+    }
+    pub fn order(&self) -> i32 {
+        self.attrs.get(&layout_attr::ORDER).copied().unwrap_or(0) as i32
+    }
+    pub fn batch_count(&self) -> i32 {
+        self.attrs.get(&layout_attr::BATCH_COUNT).copied().unwrap_or(1) as i32
+    }
+    /// Applies a successful SetAttribute.
+    pub fn set(&mut self, attr: i32, value: u64) {
+        match attr {
+            layout_attr::TYPE => self.dtype = value as u32 as i32,
+            layout_attr::ROWS => self.rows = value,
+            layout_attr::COLS => self.cols = value,
+            layout_attr::LD => self.ld = value as i64,
+            _ => {
+                self.attrs.insert(attr, value);
+            }
+        }
+    }
+    /// Reads an attribute back (standalone GetAttribute).
+    pub fn get(&self, attr: i32) -> Option<u64> {
+        Some(match attr {
+            layout_attr::TYPE => self.dtype as u32 as u64,
+            layout_attr::ROWS => self.rows,
+            layout_attr::COLS => self.cols,
+            layout_attr::LD => self.ld as u64,
+            layout_attr::BATCH_COUNT => self.batch_count() as u32 as u64,
+            a => match self.attrs.get(&a) {
+                Some(v) => *v,
+                None if layout_attr::payload_size(a).is_some() => 0,
+                None => return None,
+            },
+        })
+    }
+}
+
+/// A matmul preference.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrefState {
+    pub attrs: RawAttrs,
+}
+
+impl PrefState {
+    pub fn max_workspace_bytes(&self) -> u64 {
+        self.attrs.get(&abi::pref_attr::MAX_WORKSPACE_BYTES).copied().unwrap_or(0)
+    }
+}
+
+/// Who allocated the object behind a pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The real hipBLASLt: we only shadow it.
+    Real,
+    /// skinnylt (standalone mode): Destroy frees it.
+    Own,
+}
+
+#[derive(Default)]
+pub struct Tables {
+    pub descs: FxHashMap<usize, (Owner, DescState)>,
+    pub layouts: FxHashMap<usize, (Owner, LayoutState)>,
+    pub prefs: FxHashMap<usize, (Owner, PrefState)>,
+}
+
+static TABLES: RwLock<Option<Tables>> = RwLock::new(None);
+
+/// Shared read access to the side table (one lock for all kinds, so a Matmul call
+/// takes it once).
+pub fn read() -> RwLockReadGuard<'static, Option<Tables>> {
+    TABLES.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Exclusive access, creating the tables on first use.
+pub fn write<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
+    let mut g: RwLockWriteGuard<'static, Option<Tables>> = TABLES.write().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Tables::default))
+}
+
+/// Allocates the identity of a standalone object: its address is the key, the bytes
+/// are never read (its state lives in the side table).
+pub fn new_own_object() -> usize {
+    Box::into_raw(Box::new([0u64; 8])) as usize
+}
+
+/// Frees what [`new_own_object`] returned.
+///
+/// # Safety
+/// `p` must come from [`new_own_object`] and not have been freed.
+pub unsafe fn free_own_object(p: usize) {
+    drop(unsafe { Box::from_raw(p as *mut [u64; 8]) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn desc_defaults_match_hipblaslt() {
+        let d = DescState::new(abi::COMPUTE_32F, abi::R_32F);
+        assert_eq!(d.trans_a(), abi::OP_N);
+        assert_eq!(d.trans_b(), abi::OP_N);
+        assert_eq!(d.epilogue(), abi::EPILOGUE_DEFAULT);
+        assert_eq!(d.bias_type(), abi::DATATYPE_INVALID);
+        assert_eq!(d.pointer_mode(), abi::POINTER_MODE_HOST);
+        assert_eq!(d.bias_pointer(), 0);
+    }
+
+    #[test]
+    fn payload_reads_only_the_field() {
+        let buf = [1u8, 2, 3, 4, 5, 6, 7, 8, 9];
+        assert_eq!(unsafe { read_payload(buf.as_ptr(), 4) }, 0x04030201);
+        assert_eq!(unsafe { read_payload(buf.as_ptr(), 9) }, 0x0807060504030201);
+    }
+
+    proptest! {
+        /// Whatever sequence of SetAttribute calls, reading back gives the last value
+        /// set, and unset attributes keep hipBLASLt's defaults.
+        #[test]
+        fn layout_set_get_roundtrip(ops in proptest::collection::vec((0i32..9, any::<u32>()), 0..40)) {
+            let mut l = LayoutState::new(abi::R_16BF, 7, 9, 11);
+            let mut model: std::collections::HashMap<i32, u64> = Default::default();
+            for (attr, v) in &ops {
+                let v = match layout_attr::payload_size(*attr) { Some(4) => *v as u64, _ => (*v as u64) << 3 };
+                l.set(*attr, v);
+                model.insert(*attr, v);
+            }
+            for attr in 0..9 {
+                let want = model.get(&attr).copied().unwrap_or(match attr {
+                    layout_attr::TYPE => abi::R_16BF as u64,
+                    layout_attr::ROWS => 7,
+                    layout_attr::COLS => 9,
+                    layout_attr::LD => 11,
+                    layout_attr::BATCH_COUNT => 1,
+                    _ => 0,
+                });
+                prop_assert_eq!(l.get(attr), Some(want));
+            }
+            prop_assert_eq!(l.get(42), None);
+        }
+
+        /// The table never keeps an entry past its Destroy, even when an address is
+        /// immediately reused by a new object of another kind.
+        #[test]
+        fn destroy_clears_and_reuse_starts_fresh(keys in proptest::collection::vec(1usize..64, 1..50)) {
+            let mut t = Tables::default();
+            for (i, k) in keys.iter().enumerate() {
+                if i % 2 == 0 {
+                    t.descs.remove(k);
+                    let mut d = DescState::new(abi::COMPUTE_32F, abi::R_32F);
+                    d.attrs.insert(desc_attr::TRANSA, abi::OP_T as u64);
+                    t.descs.insert(*k, (Owner::Real, d));
+                } else if let Some((_, d)) = t.descs.remove(k) {
+                    prop_assert_eq!(d.trans_a(), abi::OP_T);
+                    let fresh = DescState::new(abi::COMPUTE_32F, abi::R_32F);
+                    t.descs.insert(*k, (Owner::Real, fresh.clone()));
+                    prop_assert_eq!(t.descs.get(k).map(|x| x.1.trans_a()), Some(abi::OP_N));
+                    t.descs.remove(k);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The hardware-aware fallback for shapes no tuning entry covers (after seed 003:
+//! enough CTAs to fill the machine, within LDS and register limits — the limits are
+//! already enforced on the candidate set at build time).
+//!
+//! Rules, in order:
+//! 1. tokens: the smallest candidate tile_m that covers M (or the largest one, with
+//!    several M tiles), so no more than one partly empty token tile;
+//! 2. among those, the weight tile and split-K that bring the grid closest to
+//!    `CTAS_PER_UNIT` CTAs per compute unit — decode GEMMs are bound by streaming
+//!    the weights, which takes many CTAs in flight — keeping at least `MIN_BLOCKS`
+//!    K blocks per split so the LDS ring has something to overlap;
+//! 3. ties: fewer splits (less combine traffic), then larger tile_n.
+
+use super::Choice;
+use super::schema::{DType, FallbackFile, KernelConfig};
+use crate::gpu::Arch;
+use crate::kernels;
+use crate::route::Problem;
+
+pub const CTAS_PER_UNIT: f64 = 2.0;
+pub const MIN_BLOCKS: u32 = 2;
+pub const MAX_SPLIT: u32 = 16;
+
+/// An arch's fallback candidates, resolved once (the hot path only iterates).
+#[derive(Clone, Debug)]
+pub struct Fallback {
+    arch: Arch,
+    /// (config, catalog index for bf16, for f16).
+    candidates: Vec<(KernelConfig, [Option<usize>; 2])>,
+}
+
+impl Fallback {
+    pub fn for_arch(arch: Arch) -> Fallback {
+        let file: FallbackFile = serde_json::from_str(super::embedded_fallback()).expect("fallback.json is checked at build time");
+        let candidates = file
+            .sets
+            .iter()
+            .filter(|s| s.arch == arch.name())
+            .flat_map(|s| s.configs.iter())
+            .map(|c| (*c, [kernels::index_of(arch, DType::Bf16, c), kernels::index_of(arch, DType::F16, c)]))
+            .collect();
+        Fallback { arch, candidates }
+    }
+
+    /// Chooses a kernel and split-K factor for `p` on a device with `units` CUs/SMs.
+    pub fn choose(&self, units: u32, p: &Problem) -> Option<Choice> {
+        let tile_ms = || self.candidates.iter().map(|(c, _)| c.tile_m);
+        let tm = tile_ms().filter(|&tm| tm >= p.m).min().or_else(|| tile_ms().max())?;
+        let target = CTAS_PER_UNIT * units as f64;
+        let mut best: Option<((f64, u32, i64), Choice)> = None;
+        let d = if p.dtype == DType::Bf16 { 0 } else { 1 };
+        for (c, idx) in self.candidates.iter().filter(|(c, _)| c.tile_m == tm) {
+            let Some(kernel) = idx[d] else { continue };
+            let tiles = p.n.div_ceil(c.tile_n) as u64 * p.m.div_ceil(c.tile_m) as u64;
+            let nkb = p.k.div_ceil(c.tile_k);
+            let max_split = (nkb / MIN_BLOCKS).clamp(1, MAX_SPLIT);
+            for s in 1..=max_split {
+                let ctas = (tiles * s as u64) as f64;
+                let miss = (ctas / target).ln().abs();
+                let key = (miss, s, -(c.tile_n as i64));
+                if best.as_ref().is_none_or(|(k, _)| key.partial_cmp(k) == Some(std::cmp::Ordering::Less)) {
+                    best = Some((key, Choice::Run { kernel, split_k: s }));
+                }
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::{Form, Problem};
+    use proptest::prelude::*;
+
+    fn problem(m: u32, n: u32, k: u32, dtype: DType) -> Problem {
+        Problem { dtype, form: Form::Linear, m, n, k, w: 0, ldw: k as u64, x: 0, ldx: k as u64, y: 0, ldy: n as u64, bias: 0, alpha: 1.0 }
+    }
+
+    #[test]
+    fn small_grids_get_split_k_large_grids_do_not() {
+        for arch in Arch::ALL {
+            let units = arch.default_units();
+            let Some(Choice::Run { split_k, kernel }) = Fallback::for_arch(arch).choose(units, &problem(1, 512, 7168, DType::Bf16)) else { panic!() };
+            assert!(split_k > 1, "{arch:?}: N=512 needs split-K");
+            assert_eq!(kernels::for_arch(arch).kernels[kernel].dtype, DType::Bf16);
+            let Some(Choice::Run { split_k: small, .. }) = Fallback::for_arch(arch).choose(units, &problem(1, 512, 7168, DType::F16)) else { panic!() };
+            let Some(Choice::Run { split_k: large, .. }) = Fallback::for_arch(arch).choose(units, &problem(1, 16384, 16384, DType::F16)) else { panic!() };
+            assert!(large * 2 <= small, "{arch:?}: a large N needs fewer splits ({large} vs {small})");
+        }
+    }
+
+    proptest! {
+        /// Every problem gets a compiled kernel of its dtype whose token tile covers
+        /// M (or is the largest), with a split that leaves >= MIN_BLOCKS K blocks.
+        #[test]
+        fn choice_is_always_runnable(m in 1u32..=128, n in 1u32..40000, k8 in 1u32..4000, f16 in any::<bool>(), a in 0usize..3) {
+            let arch = Arch::ALL[a];
+            let dtype = if f16 { DType::F16 } else { DType::Bf16 };
+            let p = problem(m, n, k8 * 8, dtype);
+            let Some(Choice::Run { kernel, split_k }) = Fallback::for_arch(arch).choose(arch.default_units(), &p) else { panic!("no choice") };
+            let e = kernels::for_arch(arch).kernels[kernel];
+            prop_assert_eq!(e.dtype, dtype);
+            prop_assert!(split_k >= 1 && split_k <= MAX_SPLIT);
+            let nkb = p.k.div_ceil(e.config.tile_k);
+            prop_assert!(split_k == 1 || nkb / split_k >= MIN_BLOCKS);
+        }
+    }
+}

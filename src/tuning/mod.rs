@@ -1,0 +1,186 @@
+//! Tuning: which kernel config (and split-K factor) runs a given shape.
+//!
+//! `tuning/<arch>.json` maps (dtype, N, K, bias, token range) to a config or to
+//! "forward"; shapes it does not list get the hardware-aware fallback. The file is
+//! read once per device, from `SKINNYLT_TUNING_FILE`, `SKINNYLT_TUNING_DIR`, the
+//! installed data directory, or the copy embedded at build time, in that order.
+
+pub mod fallback;
+pub mod schema;
+
+use rustc_hash::FxHashMap;
+
+use crate::gpu::Arch;
+use crate::kernels;
+use crate::route::Problem;
+use schema::{DType, TuningFile};
+
+/// What to run for one problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Kernel index in the arch's catalog, and the split-K factor.
+    Run { kernel: usize, split_k: u32 },
+    /// The vendor library was measured faster: forward.
+    Forward,
+}
+
+/// A tuning file resolved against the compiled catalog, ready for lookups that
+/// neither allocate nor parse (the hot path).
+#[derive(Clone, Debug, Default)]
+pub struct Tuning {
+    pub source: String,
+    by_shape: FxHashMap<(DType, u32, u32, bool), Vec<(u32, u32, Choice)>>,
+    pub entries: usize,
+    pub skipped: usize,
+}
+
+pub fn embedded(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Gfx942 => include_str!("../../tuning/gfx942.json"),
+        Arch::Gfx950 => include_str!("../../tuning/gfx950.json"),
+        Arch::Sm90 => include_str!("../../tuning/sm90.json"),
+    }
+}
+
+pub fn embedded_fallback() -> &'static str {
+    include_str!("../../tuning/fallback.json")
+}
+
+/// The installed data directory: next to this library's real location
+/// (`<prefix>/lib[/<triple>]/libskinnylt.so` → `<prefix>/share/skinnylt/tuning`),
+/// else the packages' `/usr/share/skinnylt/tuning`.
+pub fn installed_dir() -> Option<std::path::PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let own = if unsafe { libc::dladdr(installed_dir as *const libc::c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
+        Some(std::path::PathBuf::from(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned()))
+    } else {
+        None
+    };
+    // dladdr reports the path the object was opened by (/lib/... through a merged
+    // /usr, or argv[0] for the CLI): resolve it to the real file first.
+    let own = own.and_then(|p| std::fs::canonicalize(&p).ok().or_else(|| std::fs::canonicalize("/proc/self/exe").ok()));
+    own.iter()
+        .flat_map(|lib| lib.ancestors().skip(1).take(3).map(|p| p.join("share/skinnylt/tuning")))
+        .chain(std::iter::once(std::path::PathBuf::from("/usr/share/skinnylt/tuning")))
+        .find(|p| p.is_dir())
+}
+
+impl Tuning {
+    /// Loads the tuning for `arch` from the first source that exists.
+    pub fn load(arch: Arch) -> Tuning {
+        let cfg = crate::config::get();
+        let file = format!("{}.json", arch.name());
+        let mut candidates: Vec<std::path::PathBuf> = Vec::new();
+        if let Some(f) = &cfg.tuning_file {
+            candidates.push(f.into());
+        }
+        if let Some(d) = &cfg.tuning_dir {
+            candidates.push(std::path::Path::new(d).join(&file));
+        }
+        if let Some(d) = installed_dir() {
+            candidates.push(d.join(&file));
+        }
+        for c in candidates {
+            if let Ok(text) = std::fs::read_to_string(&c) {
+                match Tuning::parse(arch, &text, &c.display().to_string()) {
+                    Ok(t) => return t,
+                    Err(e) => crate::log_warn!("ignoring tuning file {}: {e}", c.display()),
+                }
+            }
+        }
+        Tuning::parse(arch, embedded(arch), "embedded").unwrap_or_default()
+    }
+
+    pub fn parse(arch: Arch, text: &str, source: &str) -> Result<Tuning, String> {
+        let file: TuningFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if file.arch != arch.name() {
+            return Err(format!("file is for {}, device is {}", file.arch, arch.name()));
+        }
+        let mut t = Tuning { source: source.to_owned(), ..Default::default() };
+        for e in &file.entries {
+            let choice = match &e.kernel {
+                None => Choice::Forward,
+                Some(c) => match kernels::index_of(arch, e.dtype, c) {
+                    Some(kernel) if e.split_k >= 1 => Choice::Run { kernel, split_k: e.split_k },
+                    _ => {
+                        // A config this binary does not contain (a hand-edited file).
+                        crate::log_warn!("tuning entry {:?} names a kernel not in this build; using the fallback", c);
+                        t.skipped += 1;
+                        continue;
+                    }
+                },
+            };
+            t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push((e.m_min, e.m_max, choice));
+            t.entries += 1;
+        }
+        Ok(t)
+    }
+
+    /// The entry covering this problem, if any.
+    pub fn lookup(&self, p: &Problem) -> Option<Choice> {
+        let v = self.by_shape.get(&(p.dtype, p.n, p.k, p.has_bias()))?;
+        v.iter().find(|(lo, hi, _)| *lo <= p.m && p.m <= *hi).map(|(_, _, c)| *c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tuning::schema::{FallbackFile, compiled_set, target};
+
+    fn files() -> Vec<(Arch, TuningFile)> {
+        Arch::ALL.iter().map(|a| (*a, serde_json::from_str(embedded(*a)).unwrap())).collect()
+    }
+
+    /// Nothing a shipped tuning file (or the fallback set) names may be missing from
+    /// the binary, and every such config obeys its target's rules.
+    #[test]
+    fn every_tuned_and_fallback_config_is_compiled_in() {
+        let fb: FallbackFile = serde_json::from_str(embedded_fallback()).unwrap();
+        for (arch, file) in files() {
+            assert_eq!(file.arch, arch.name());
+            let want = compiled_set(arch.name(), &file, &fb);
+            assert!(!want.is_empty());
+            let have = kernels::for_arch(arch);
+            assert!(!have.image.is_empty(), "{} has no code object", arch.name());
+            for (d, c) in &want {
+                c.check(&target(arch.name()).unwrap()).unwrap();
+                let i = kernels::index_of(arch, *d, c).unwrap_or_else(|| panic!("{} {:?} missing", arch.name(), c));
+                assert_eq!(have.kernels[i].name, c.name(*d));
+            }
+            assert_eq!(have.kernels.len(), want.len());
+            let t = Tuning::parse(arch, embedded(arch), "embedded").unwrap();
+            assert_eq!(t.skipped, 0);
+        }
+    }
+
+    #[test]
+    fn lookup_honours_ranges_and_forward() {
+        let text = r#"{"schema":1,"arch":"sm90","entries":[
+          {"dtype":"bf16","n":1024,"k":7168,"bias":false,"m_min":1,"m_max":8,"source":"measured",
+           "kernel":{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true},"split_k":4},
+          {"dtype":"bf16","n":1024,"k":7168,"bias":false,"m_min":9,"m_max":128,"source":"measured"}]}"#;
+        let t = Tuning::parse(Arch::Sm90, text, "test").unwrap();
+        let mut p = crate::route::Problem {
+            dtype: DType::Bf16,
+            form: crate::route::Form::Linear,
+            m: 4,
+            n: 1024,
+            k: 7168,
+            w: 0,
+            ldw: 7168,
+            x: 0,
+            ldx: 7168,
+            y: 0,
+            ldy: 1024,
+            bias: 0,
+            alpha: 1.0,
+        };
+        assert!(matches!(t.lookup(&p), Some(Choice::Run { split_k: 4, .. })));
+        p.m = 9;
+        assert_eq!(t.lookup(&p), Some(Choice::Forward));
+        p.bias = 0x100;
+        assert_eq!(t.lookup(&p), None);
+        assert!(Tuning::parse(Arch::Gfx942, text, "x").is_err());
+    }
+}

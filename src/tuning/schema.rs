@@ -1,0 +1,238 @@
+//! The tuning-file schema and the kernel-config vocabulary.
+//!
+//! Shared verbatim by `build.rs` (which compiles exactly the configs the tuning
+//! files and the fallback set name) and by the library (which dispatches on them),
+//! so the two can never disagree. Depends on serde only.
+
+use serde::{Deserialize, Serialize};
+
+/// Element type of A, B, C, D (all equal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    Bf16,
+    F16,
+}
+
+impl DType {
+    pub const ALL: [DType; 2] = [DType::Bf16, DType::F16];
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bf16 => "bf16",
+            DType::F16 => "f16",
+        }
+    }
+    /// The device-code element type.
+    pub fn device_type(self) -> &'static str {
+        match self {
+            DType::Bf16 => "bf16_t",
+            DType::F16 => "f16_t",
+        }
+    }
+}
+
+/// Kernel families.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// LDS-pipelined split-K (kernels/splitk_gemm.h).
+    Splitk,
+}
+
+/// One compiled kernel variant (everything that is a template parameter).
+/// SPLIT_K, M, N, K, alpha and the bias pointer are launch-time values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelConfig {
+    pub family: Family,
+    /// Tokens per CTA.
+    pub tile_m: u32,
+    /// Weight rows (output features) per CTA.
+    pub tile_n: u32,
+    /// K per pipeline stage.
+    pub tile_k: u32,
+    pub stages: u32,
+    /// Waves along M, N and K (intra-CTA K slices).
+    pub warps: [u32; 3],
+    /// Weights through the LDS ring (else straight into registers; NVIDIA only).
+    pub b_to_lds: bool,
+}
+
+/// Target facts the config rules need (mirrors kernels/prelude/target_*.h).
+#[derive(Clone, Copy, Debug)]
+pub struct TargetFacts {
+    pub name: &'static str,
+    pub wave: u32,
+    pub atom_toks: u32,
+    pub lds_limit: u32,
+    pub amd: bool,
+}
+
+pub const TARGETS: [TargetFacts; 3] = [
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false },
+];
+
+pub fn target(name: &str) -> Option<TargetFacts> {
+    TARGETS.iter().copied().find(|t| t.name == name)
+}
+
+impl KernelConfig {
+    pub fn waves(&self) -> u32 {
+        self.warps.iter().product()
+    }
+    pub fn threads(&self, t: &TargetFacts) -> u32 {
+        self.waves() * t.wave
+    }
+    /// LDS bytes the kernel uses (SplitK::LDS_BYTES in splitk_gemm.h).
+    pub fn lds_bytes(&self) -> u32 {
+        let row = self.tile_k * 2;
+        let w = if self.b_to_lds { self.tile_n * row } else { 0 };
+        let pipe = self.stages * (w + self.tile_m * row);
+        let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
+        pipe.max(red) + 16
+    }
+    /// The kernel's symbol name for one element type.
+    pub fn name(&self, dtype: DType) -> String {
+        let [wm, wn, wk] = self.warps;
+        format!(
+            "skinnylt_splitk_{}_m{}n{}k{}_s{}_w{}x{}x{}_{}",
+            dtype.name(),
+            self.tile_m,
+            self.tile_n,
+            self.tile_k,
+            self.stages,
+            wm,
+            wn,
+            wk,
+            if self.b_to_lds { "lds" } else { "reg" }
+        )
+    }
+    /// The static rules of splitk_gemm.h for a target, so a bad tuning entry fails
+    /// the build with a message instead of a compiler error.
+    pub fn check(&self, t: &TargetFacts) -> Result<(), String> {
+        let [wm, wn, wk] = self.warps;
+        let err = |m: &str| Err(format!("{}: {m}", self.name(DType::Bf16)));
+        if wm == 0 || wn == 0 || wk == 0 || self.waves() > 16 {
+            return err("1..16 waves");
+        }
+        if self.tile_n % (16 * wn) != 0 {
+            return err("tile_n must be a multiple of 16 * warps_n");
+        }
+        if self.tile_m % (t.atom_toks * wm) != 0 {
+            return err("tile_m must be a multiple of the atom's tokens * warps_m");
+        }
+        if self.tile_k < 64 || self.tile_k % (32 * wk) != 0 || !self.tile_k.is_power_of_two() {
+            return err("tile_k must be a power of two >= 64 and a multiple of 32 * warps_k");
+        }
+        if self.stages < 2 {
+            return err("stages >= 2");
+        }
+        if t.amd && !self.b_to_lds {
+            return err("AMD kernels stage weights through LDS");
+        }
+        if self.lds_bytes() > t.lds_limit {
+            return err("LDS over the arch limit");
+        }
+        if t.amd {
+            let copy = if t.name == "gfx950" { 16 } else { 4 };
+            let group = t.wave * copy;
+            if (self.tile_n * self.tile_k * 2) % group != 0 {
+                return err("weight stage must be whole copy instructions");
+            }
+            let per_stage = (self.tile_n * self.tile_k * 2 / group) / self.waves()
+                + (self.tile_m * self.tile_k * 2).div_ceil(group) / self.waves();
+            if (self.stages - 2) * per_stage > 63 {
+                return err("too many copies in flight for vmcnt (6 bits)");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a tuning entry says to do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub dtype: DType,
+    pub n: u32,
+    pub k: u32,
+    pub bias: bool,
+    /// Token range [m_min, m_max] the entry covers.
+    pub m_min: u32,
+    pub m_max: u32,
+    /// `None`: forward to the vendor library (it was faster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelConfig>,
+    #[serde(default = "one")]
+    pub split_k: u32,
+    /// "measured" or "model".
+    pub source: String,
+    /// Measured (or predicted) latency, and the vendor's, in µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_us: Option<f64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Where a file's entries came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub date: String,
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub notes: String,
+}
+
+/// `tuning/<arch>.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuningFile {
+    pub schema: u32,
+    pub arch: String,
+    #[serde(default)]
+    pub provenance: Provenance,
+    pub entries: Vec<Entry>,
+}
+
+/// `tuning/fallback.json`: per arch, the configs the hardware-aware fallback
+/// chooses from for shapes no tuning entry covers (compiled for both dtypes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackFile {
+    pub schema: u32,
+    pub sets: Vec<FallbackSet>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackSet {
+    pub arch: String,
+    pub configs: Vec<KernelConfig>,
+}
+
+/// The (dtype, config) pairs an arch's binary must contain: every kernel a tuning
+/// entry names, plus the fallback set in both dtypes. Sorted, deduplicated.
+pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) -> Vec<(DType, KernelConfig)> {
+    let mut set: Vec<(DType, KernelConfig)> =
+        tuning.entries.iter().filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
+    for s in fallback.sets.iter().filter(|s| s.arch == arch) {
+        for c in &s.configs {
+            for d in DType::ALL {
+                set.push((d, *c));
+            }
+        }
+    }
+    set.sort();
+    set.dedup();
+    set
+}
