@@ -28,3 +28,4 @@ pub mod route;
 pub mod shadow;
 pub mod stats;
 pub mod tuning;
+pub mod vendor;

@@ -6,8 +6,10 @@
 //!   kernel it would run;
 //! * `check` — the GPU correctness suite (public grid, odd shapes, determinism,
 //!   graph replay, concurrent streams);
-//! * `audit` — the static audit of the embedded device code.
+//! * `audit` — the static audit of the embedded device code;
+//! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs.
 
+mod bench;
 mod check;
 mod client;
 mod demo;
@@ -33,6 +35,8 @@ enum Cmd {
     Check(check::Args),
     /// Static audit of the embedded gfx942/gfx950 code objects and sm_90 PTX.
     Audit,
+    /// Time skinnylt and the vendor library side by side (needs a GPU).
+    Bench(bench::Args),
 }
 
 fn main() {
@@ -42,6 +46,7 @@ fn main() {
         Cmd::Demo(a) => demo::run(&a),
         Cmd::Check(a) => check::run(&a),
         Cmd::Audit => audit(),
+        Cmd::Bench(a) => bench::run(&a),
     };
     std::process::exit(code);
 }

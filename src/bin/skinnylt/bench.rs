@@ -1,0 +1,357 @@
+//! `skinnylt bench`: skinnylt's kernels and the vendor library side by side, in the
+//! same run (method: shared/docs/targets.md).
+//!
+//! * vendor = the fastest of cuBLASLt's top-8 heuristic algorithms for the same
+//!   problem (bf16/fp16, compute 32F, 32 MiB workspace), through its C API;
+//! * cold weights: enough weight sets rotate that their total exceeds 3x the L2;
+//! * graph replay: one graph holds many GEMMs (one per weight set), the time per
+//!   GEMM is a replay's time over their count; median of the replays;
+//! * floor = bytes / copy bandwidth measured in the same run (bytes read + written
+//!   of a large device-to-device copy); efficiency = floor / time.
+
+use std::ffi::c_void;
+use std::fmt::Write as _;
+
+use skinnylt::gpu::cuda::Cuda;
+use skinnylt::gpu::{self, Runtime};
+use skinnylt::grid::{self, Shape};
+use skinnylt::route::DType;
+use skinnylt::stats;
+use skinnylt::vendor::cublaslt::CublasLt;
+
+use crate::client::{Handle, Linear};
+use crate::reference::{self, Rng};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Groups of the public grid to run (G1, G2, G3).
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["G1".to_string(), "G2".to_string(), "G3".to_string()])]
+    pub groups: Vec<String>,
+    /// Extra shapes "M,N,K[,bias]" (repeatable).
+    #[arg(long = "shape")]
+    pub shapes: Vec<String>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    pub dtype: crate::demo::DTypeArg,
+    /// Timed graph replays per measurement.
+    #[arg(long, default_value_t = 15)]
+    pub reps: usize,
+    /// Write results as JSON here.
+    #[arg(long)]
+    pub json: Option<String>,
+    /// Write the speedup heatmap (SVG) here.
+    #[arg(long)]
+    pub svg: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub shape: Shape,
+    pub ours_us: f64,
+    pub vendor_us: f64,
+    pub floor_us: f64,
+    pub forwarded: bool,
+}
+
+impl Row {
+    pub fn speedup(&self) -> f64 {
+        self.vendor_us / self.ours_us
+    }
+    pub fn efficiency(&self) -> f64 {
+        self.floor_us / self.ours_us
+    }
+}
+
+pub fn run(a: &Args) -> i32 {
+    let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
+        eprintln!("skinnylt bench runs on an NVIDIA GPU (CUDA driver); none found");
+        return 2;
+    };
+    match bench(cu, a) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("bench failed: {e}");
+            1
+        }
+    }
+}
+
+fn parse_shape(s: &str) -> Result<Shape, String> {
+    let v: Vec<&str> = s.split(',').collect();
+    let num = |i: usize| v.get(i).and_then(|x| x.trim().parse::<u32>().ok()).ok_or(format!("bad shape {s}"));
+    Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
+}
+
+struct Buf<'a>(&'a Cuda, u64);
+impl Drop for Buf<'_> {
+    fn drop(&mut self) {
+        self.0.free_raw(self.1);
+    }
+}
+
+/// Copy bandwidth (bytes read + written per second) of a 1 GiB device copy.
+fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
+    let bytes = 1usize << 30;
+    let (src, dst) = (Buf(cu, cu.malloc(bytes)?), Buf(cu, cu.malloc(bytes)?));
+    let (e0, e1) = (cu.event()?, cu.event()?);
+    let mut t = Vec::new();
+    for i in 0..12 {
+        cu.record(e0, s)?;
+        cu.copy_async(dst.1, src.1, bytes, s)?;
+        cu.record(e1, s)?;
+        let ms = cu.elapsed_ms(e0, e1)? as f64;
+        if i >= 2 {
+            t.push(ms);
+        }
+    }
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Ok(2.0 * bytes as f64 / (t[t.len() / 2] * 1e-3))
+}
+
+/// Median time per GEMM (µs) of a graph of `count` GEMMs enqueued by `enqueue`.
+fn time_graph(cu: &Cuda, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
+    let exec = cu.capture(s, &enqueue)?;
+    let (e0, e1) = (cu.event()?, cu.event()?);
+    for _ in 0..3 {
+        cu.graph_launch(exec, s)?;
+    }
+    let mut t = Vec::new();
+    for _ in 0..reps {
+        cu.record(e0, s)?;
+        cu.graph_launch(exec, s)?;
+        cu.record(e1, s)?;
+        t.push(cu.elapsed_ms(e0, e1)? as f64 * 1000.0 / count as f64);
+    }
+    cu.sync(s)?;
+    cu.graph_destroy(exec);
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Ok(t[t.len() / 2])
+}
+
+fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
+    let dev = skinnylt::engine::device_kernels(0)?;
+    cu.make_current(dev.ctx)?;
+    let lt = CublasLt::load()?;
+    let dtype: DType = a.dtype.into();
+    let s = cu.stream_create()?;
+    let bw = copy_bandwidth(cu, s)?;
+    println!(
+        "device {} ({} SMs, L2 {} MiB); copy bandwidth {:.2} TB/s; vendor: cuBLASLt {} ({})",
+        dev.info.name,
+        dev.info.units,
+        dev.info.l2_bytes >> 20,
+        bw / 1e12,
+        lt.version(),
+        lt.path
+    );
+    let mut shapes: Vec<Shape> = grid::public().into_iter().filter(|s| a.groups.iter().any(|g| g == s.group)).collect();
+    for sh in &a.shapes {
+        shapes.push(parse_shape(sh)?);
+    }
+    let h = Handle::new()?;
+    let ws_bytes = 32usize << 20;
+    let ws = Buf(cu, cu.malloc(ws_bytes)?);
+    let mut rng = Rng(0x5eed);
+    let mut rows = Vec::new();
+    println!("{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9} {:>9} {:>8} {:>7} {:>8}", "group", "M", "N", "K", "bias", "ours µs", "vendor µs", "speedup", "eff", "floor µs");
+    for sh in shapes {
+        let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+        let w_bytes = n * k * 2;
+        let sets = (3 * dev.info.l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
+        let count = sets.max(24);
+        // One random weight set, copied to the others (cold-cache rotation).
+        let w0 = reference::random_matrix(&mut rng, dtype, n, k, k);
+        let ws_bufs: Vec<Buf> = (0..sets).map(|_| cu.malloc(w_bytes).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        cu.htod(ws_bufs[0].1, &w0)?;
+        for b in &ws_bufs[1..] {
+            cu.copy_async(b.1, ws_bufs[0].1, w_bytes, s)?;
+        }
+        let x = reference::random_matrix(&mut rng, dtype, m, k, k);
+        let xs: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * k * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        let ys: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * n * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        for b in &xs {
+            cu.htod(b.1, &x)?;
+        }
+        let bias = Buf(cu, cu.malloc(n * 2)?);
+        cu.htod(bias.1, &reference::random_matrix(&mut rng, dtype, 1, n, n))?;
+        cu.sync(s)?;
+        let bias_ptr = if sh.bias { bias.1 } else { 0 };
+
+        // skinnylt through the C API.
+        let l = Linear::new(dtype, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, sh.bias.then_some(bias.1))?;
+        let before = stats::intercepted();
+        let probe = l.run(&h, 1.0, ws_bufs[0].1, xs[0].1, ys[0].1, ws.1, ws_bytes, s);
+        cu.sync(s)?;
+        let forwarded = probe != skinnylt::abi::STATUS_SUCCESS || stats::intercepted() != before + 1;
+        let ours = if forwarded {
+            None
+        } else {
+            Some(time_graph(cu, s, a.reps, count, || {
+                for i in 0..count {
+                    let j = i % sets;
+                    let st = l.run(&h, 1.0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s);
+                    if st != 0 {
+                        return Err(format!("hipblasLtMatmul: {st}"));
+                    }
+                }
+                Ok(())
+            })?)
+        };
+
+        // cuBLASLt: every one of its top-8 algorithms, keep the fastest.
+        let p = lt.problem(dtype, m as u64, n as u64, k as u64, bias_ptr, ws_bytes as u64, 8)?;
+        let mut vendor = f64::INFINITY;
+        for i in 0..p.algos.len() {
+            let t = time_graph(cu, s, a.reps, count, || {
+                for c in 0..count {
+                    let j = c % sets;
+                    lt.matmul(&p, i, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s)?;
+                }
+                Ok(())
+            });
+            if let Ok(t) = t {
+                vendor = vendor.min(t);
+            }
+        }
+        lt.free(p);
+        let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
+        let floor = bytes / bw * 1e6;
+        let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, floor_us: floor, forwarded };
+        println!(
+            "{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9.2} {:>9.2} {:>7.2}x {:>7.2} {:>8.2}{}",
+            sh.group,
+            sh.m,
+            sh.n,
+            sh.k,
+            if sh.bias { "yes" } else { "no" },
+            row.ours_us,
+            row.vendor_us,
+            row.speedup(),
+            row.efficiency(),
+            floor,
+            if forwarded { "  (forwarded)" } else { "" }
+        );
+        rows.push(row);
+    }
+    summary(&rows);
+    if let Some(path) = &a.json {
+        std::fs::write(path, to_json(&rows, &dev.info.name, bw)).map_err(|e| e.to_string())?;
+    }
+    if let Some(path) = &a.svg {
+        std::fs::write(path, heatmap(&rows, &dev.info.name)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    (s / n.max(1) as f64).exp()
+}
+
+fn summary(rows: &[Row]) {
+    let mut groups: Vec<&str> = rows.iter().map(|r| r.shape.group).collect();
+    groups.dedup();
+    for g in groups.into_iter().chain(std::iter::once("all")) {
+        let rs: Vec<&Row> = rows.iter().filter(|r| g == "all" || r.shape.group == g).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let min = rs.iter().map(|r| r.speedup()).fold(f64::INFINITY, f64::min);
+        let eff = rs.iter().map(|r| r.efficiency()).sum::<f64>() / rs.len() as f64;
+        println!(
+            "{g:<4} {} shapes: geomean speedup {:.2}x, min {:.2}x, mean efficiency {:.2}",
+            rs.len(),
+            geomean(rs.iter().map(|r| r.speedup())),
+            min,
+            eff
+        );
+    }
+}
+
+fn to_json(rows: &[Row], device: &str, bw: f64) -> String {
+    let mut s = format!("{{\n  \"device\": {device:?},\n  \"copy_bandwidth_tbs\": {:.3},\n  \"rows\": [\n", bw / 1e12);
+    for (i, r) in rows.iter().enumerate() {
+        let _ = write!(
+            s,
+            "    {{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}{}\n",
+            r.shape.group,
+            r.shape.m,
+            r.shape.n,
+            r.shape.k,
+            r.shape.bias,
+            r.ours_us,
+            r.vendor_us,
+            r.floor_us,
+            r.speedup(),
+            r.efficiency(),
+            r.forwarded,
+            if i + 1 < rows.len() { "," } else { "" }
+        );
+    }
+    s.push_str("  ]\n}\n");
+    s
+}
+
+/// Speedup heatmap: one panel per group, M down, (N, K, bias) across; each cell
+/// coloured by speedup and showing both latencies. (A table of coloured cells:
+/// plain SVG text, no plotting crate needed.)
+pub fn heatmap(rows: &[Row], device: &str) -> String {
+    let mut groups: Vec<&str> = rows.iter().map(|r| r.shape.group).collect();
+    groups.dedup();
+    let (cw, ch, left, top) = (118.0, 40.0, 60.0, 70.0);
+    let mut body = String::new();
+    let mut y0 = top;
+    let mut width: f64 = 600.0;
+    for g in groups {
+        let rs: Vec<&Row> = rows.iter().filter(|r| r.shape.group == g).collect();
+        let mut cols: Vec<(u32, u32, bool)> = rs.iter().map(|r| (r.shape.n, r.shape.k, r.shape.bias)).collect();
+        cols.dedup();
+        let mut ms: Vec<u32> = rs.iter().map(|r| r.shape.m).collect();
+        ms.sort();
+        ms.dedup();
+        width = width.max(left + cw * cols.len() as f64 + 20.0);
+        let gm = geomean(rs.iter().map(|r| r.speedup()));
+        let _ = write!(body, "<text x='{left}' y='{}' font-size='15' font-weight='bold'>{g}: geomean speedup {gm:.2}x over cuBLASLt</text>", y0 - 28.0);
+        for (ci, (n, k, b)) in cols.iter().enumerate() {
+            let x = left + cw * ci as f64;
+            let _ = write!(body, "<text x='{}' y='{}' font-size='11' text-anchor='middle'>N={n} K={k}{}</text>", x + cw / 2.0, y0 - 8.0, if *b { " +b" } else { "" });
+        }
+        for (mi, m) in ms.iter().enumerate() {
+            let y = y0 + ch * mi as f64;
+            let _ = write!(body, "<text x='{}' y='{}' font-size='12' text-anchor='end'>M={m}</text>", left - 6.0, y + ch / 2.0 + 4.0);
+            for (ci, col) in cols.iter().enumerate() {
+                let Some(r) = rs.iter().find(|r| r.shape.m == *m && (r.shape.n, r.shape.k, r.shape.bias) == *col) else { continue };
+                let sp = r.speedup();
+                let x = left + cw * ci as f64;
+                let _ = write!(
+                    body,
+                    "<rect x='{x}' y='{y}' width='{cw}' height='{ch}' fill='{}' stroke='white'/><text x='{}' y='{}' font-size='14' text-anchor='middle' font-weight='bold'>{sp:.2}x</text><text x='{}' y='{}' font-size='9' text-anchor='middle'>{:.1} / {:.1} µs{}</text>",
+                    color(sp),
+                    x + cw / 2.0,
+                    y + 17.0,
+                    x + cw / 2.0,
+                    y + 32.0,
+                    r.ours_us,
+                    r.vendor_us,
+                    if r.forwarded { " fwd" } else { "" }
+                );
+            }
+        }
+        y0 += ch * ms.len() as f64 + 80.0;
+    }
+    format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='22' font-size='16'>skinnylt vs cuBLASLt (best of top-8) on {device}: speedup per shape, cell text = skinnylt / vendor latency (graph replay, cold weights)</text>{body}</svg>\n",
+        y0 - 40.0
+    )
+}
+
+/// Red below 1x, white at 1x, green above (saturating at 0.5x and 2x).
+fn color(speedup: f64) -> String {
+    let t = speedup.ln() / 2f64.ln(); // -1 at 0.5x, +1 at 2x
+    let t = t.clamp(-1.0, 1.0);
+    let (r, g, b) = if t >= 0.0 {
+        (255.0 - 155.0 * t, 255.0 - 50.0 * t, 255.0 - 155.0 * t)
+    } else {
+        (255.0, 255.0 + 155.0 * t, 255.0 + 155.0 * t)
+    };
+    format!("rgb({},{},{})", r as u8, g as u8, b as u8)
+}
