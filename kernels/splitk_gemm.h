@@ -268,18 +268,34 @@ struct SplitK {
           for (int ta = 0; ta < TA; ++ta)
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[ra][ta][r] = 0.f;
-        for (int s = 0; s < S; ++s) {
-          const float* src = slots + (i64)s * (TILE_M * TILE_N) + wmn * FRAG * WAVE;
+        // Slots are summed in order 0..S-1; loads go out BATCH at a time so the L2
+        // round trips overlap.
+        constexpr int BATCH = 4;
+        for (int s0 = 0; s0 < S; s0 += BATCH) {
+          f32x4 v[BATCH][RA][TA];
 #pragma unroll
-          for (int ra = 0; ra < RA; ++ra)
+          for (int b = 0; b < BATCH; ++b)
 #pragma unroll
-            for (int ta = 0; ta < TA; ++ta) {
-              const f32x4 v = load_partial(src + ((ra * TA + ta) * WAVE + lane) * 4);
-              acc[ra][ta][0] += v.x;
-              acc[ra][ta][1] += v.y;
-              acc[ra][ta][2] += v.z;
-              acc[ra][ta][3] += v.w;
+            for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+              for (int ta = 0; ta < TA; ++ta)
+                v[b][ra][ta] = s0 + b < S ? load_partial(slots + (i64)(s0 + b) * (TILE_M * TILE_N) + wmn * FRAG * WAVE +
+                                                         ((ra * TA + ta) * WAVE + lane) * 4)
+                                          : f32x4{0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int b = 0; b < BATCH; ++b) {
+            if (s0 + b < S) {
+#pragma unroll
+              for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+                for (int ta = 0; ta < TA; ++ta) {
+                  acc[ra][ta][0] += v[b][ra][ta].x;
+                  acc[ra][ta][1] += v[b][ra][ta].y;
+                  acc[ra][ta][2] += v[b][ra][ta].z;
+                  acc[ra][ta][3] += v[b][ra][ta].w;
+                }
             }
+          }
         }
       }
       if (tid == 0) atomic_store_device(p.counters + tile, 0u);  // ready for the next launch / replay

@@ -11,4 +11,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 "$BIN" audit > "$OUT/audit.txt" 2>&1; echo "audit exit $?"; tail -1 "$OUT/audit.txt"
 "$BIN" demo 2>&1 | tee "$OUT/demo.txt"
 set -o pipefail
-"$BIN" check --out "$OUT/check.jsonl" "$@" 2>&1 | tee "$OUT/check.txt"
+# Every kernel the fallback picks (empty tuning table), then the shipped table.
+"$BIN" check --tuning fallback --out "$OUT/check.jsonl" "$@" 2>&1 | tee "$OUT/check.txt"
+"$BIN" check --tuning shipped --out "$OUT/check-shipped.jsonl" "$@" 2>&1 | tee "$OUT/check-shipped.txt"

@@ -261,14 +261,34 @@ pub fn plan_for_heuristic(handle: usize, p: &Problem, _max_workspace: u64) -> Re
 
 /// The hot path: plan and launch `p` on `stream`, or say why not.
 pub fn run(handle: usize, p: &Problem, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
+    with_engine(handle, |e| {
+        let plan = plan_on(e, p)?;
+        launch(e, &plan, p, workspace, workspace_size, stream)
+    })
+}
+
+/// Runs `p` with a given kernel and split-K factor (for `skinnylt tune`, which
+/// measures candidates the tuning table does not name yet). Same launch path.
+pub fn run_choice(handle: usize, p: &Problem, choice: Choice, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
+    with_engine(handle, |e| {
+        let dev = &e.dev;
+        let forced = Tuning::single(p, choice);
+        let plan = plan(dev.arch, dev.info.units, &forced, &dev.fallback, dev.rt.backend() == Backend::Cuda, e.own_lane_bytes, p)?;
+        launch(e, &plan, p, workspace, workspace_size, stream)
+    })
+}
+
+fn with_engine<R>(handle: usize, f: impl FnOnce(&Engine) -> Result<R, Reason>) -> Result<R, Reason> {
     let guard = ENGINES.read().unwrap_or_else(|e| e.into_inner());
-    let e = match guard.as_ref().and_then(|m| m.get(&handle)) {
-        None => return Err(Reason::UnknownDescriptor),
-        Some(None) => return Err(Reason::NoGpu),
-        Some(Some(e)) => e,
-    };
+    match guard.as_ref().and_then(|m| m.get(&handle)) {
+        None => Err(Reason::UnknownDescriptor),
+        Some(None) => Err(Reason::NoGpu),
+        Some(Some(e)) => f(e),
+    }
+}
+
+fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
     let dev = &e.dev;
-    let plan = plan_on(e, p)?;
     let (partials, counters) = if plan.split_k > 1 {
         let lane = e.lane(stream).ok_or(Reason::StreamSlots)?;
         // The caller's workspace when it is large enough (it is stream-ordered by

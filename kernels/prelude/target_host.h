@@ -1,69 +1,130 @@
-// Host pieces of the prelude: the same kernel source compiles as ordinary C++ so
-// that a wave-level CPU emulator (ctest/, a later milestone) can execute the AMD
-// kernels. Wave-collective operations are hooks the emulator defines; the matrix
-// atom follows the gfx942/gfx950 lane layouts, selected with SK_HOST_GFX950.
+// Host pieces of the prelude: the same kernel source compiles as ordinary C++
+// (clang, for ext_vector_type) so that the wave-level CPU emulator in emu/ can
+// execute the AMD kernels. SK_HOST_GFX950 selects gfx950, otherwise gfx942.
+//
+// Every prelude operation that touches LDS, global memory through the kernel's
+// own vocabulary, a barrier, a fence/atomic or the matrix unit calls an
+// `sk_emu_*` hook, named after the AMD instruction (or LLVM builtin) that
+// target_amdgcn.h emits for it. The emulator runs each lane of a wave as a fiber;
+// wave-collective hooks (LDS reads, direct-to-LDS copies, s_waitcnt, s_barrier,
+// MFMA) suspend the lane until all 64 lanes of its wave have arrived, then execute
+// the instruction for the whole wave. Plain C++ memory accesses of the kernel
+// source (the K-slice reduction through LDS, the flag word, bias loads, Y stores)
+// run directly on host memory.
+//
+// Mirrors of target_amdgcn.h — the lane layouts (atom_*), the swizzle, COPY_BYTES,
+// the instruction sequence of the atom and the s_waitcnt value — are checked
+// against the real AMD header by emu/ (it compiles emu/probe/ for gfx942/gfx950
+// with clang and compares the LLVM IR with what this header does): keep them
+// textually parallel.
 #pragma once
 
 #define SK_DEVICE SK_INLINE
-#define SK_KERNEL(threads) extern "C"
-#define SK_LDS_DECL(name, bytes) char* name = sk_emu_lds()
+// Internal linkage: the emulator wraps each target's instances in a namespace.
+#define SK_KERNEL(threads) static
+#define SK_LDS_DECL(name, bytes) char* name = sk_emu_lds(bytes)
 
 constexpr int WAVE = 64;
 constexpr int ATOM_TOKS = 16;
 constexpr int ATOM_A_PIECES = 1;
 constexpr bool COPY_BY_WAVE = true;
 #if defined(SK_HOST_GFX950)
-constexpr int COPY_BYTES = 16;
+constexpr int COPY_BYTES = 16;   // global_load_lds_dwordx4
 #else
-constexpr int COPY_BYTES = 4;
+constexpr int COPY_BYTES = 4;    // global_load_lds_dword
 #endif
 
 extern "C" {
-// Provided by the emulator: the current lane's ids and the workgroup's LDS.
-int sk_emu_thread_id();
-int sk_emu_block_x();
-int sk_emu_block_y();
-char* sk_emu_lds();
-void sk_emu_barrier();
-void sk_emu_copy_wave(char* lds_wave_base, const void* src, int bytes);
-void sk_emu_wait_copies(int pending);
-void sk_emu_mfma_k32(int dtype_id, float* acc, const u32x4* a, const u32x4* b);
-u32 sk_emu_atomic_add(u32* p, u32 v);
-void sk_emu_fence();
+// Work-item and workgroup ids of the calling lane (v_workitem_id.x, s_workgroup_id.{x,y}).
+int sk_emu_workitem_id_x();
+int sk_emu_workgroup_id_x();
+int sk_emu_workgroup_id_y();
+// The workgroup's LDS; `bytes` is the static size the kernel declares.
+char* sk_emu_lds(int bytes);
+// s_barrier (with the workgroup-scope fences of target_amdgcn.h's barrier()).
+void sk_emu_s_barrier();
+// ds_read_b128: 16 bytes at an LDS address into `out` (u32x4).
+void sk_emu_ds_read_b128(const char* lds, void* out);
+// global_load_lds_{dword,dwordx4}: lane l copies `size` bytes from `src` to
+// lds_base + l*size (lds_base wave-uniform, as M0).
+void sk_emu_global_load_lds(const void* src, char* lds_base, int size);
+// s_waitcnt vmcnt(n).
+void sk_emu_s_waitcnt_vmcnt(int n);
+// 16-byte global load / store (load_partial, store_partial, global_load16).
+void sk_emu_global_load_b128(const void* p, void* out);
+void sk_emu_global_store_b128(void* p, const void* v);
+// Agent-scope fence / atomics; `order` is an __ATOMIC_* constant.
+void sk_emu_fence_agent(int order);
+u32 sk_emu_atomic_add_agent(u32* p, u32 v, int order);
+void sk_emu_atomic_store_agent(u32* p, u32 v, int order);
+// v_mfma_f32_16x16x16_{bf16,f16} (dtype 0 = bf16, 1 = f16): per lane, `a` and `b`
+// are the 2 VGPRs of the operand, `c` and `d` the 4 accumulator VGPRs.
+void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const u32* a, const u32* b, const float* c);
+// v_mfma_f32_16x16x32_{bf16,f16} (gfx950): 4 VGPRs per operand.
+void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const u32* a, const u32* b, const float* c);
 }
 
-SK_DEVICE int thread_id() { return sk_emu_thread_id(); }
-SK_DEVICE int block_x() { return sk_emu_block_x(); }
-SK_DEVICE int block_y() { return sk_emu_block_y(); }
-SK_DEVICE void barrier() { sk_emu_barrier(); }
+SK_DEVICE int thread_id() { return sk_emu_workitem_id_x(); }
+SK_DEVICE int block_x() { return sk_emu_workgroup_id_x(); }
+SK_DEVICE int block_y() { return sk_emu_workgroup_id_y(); }
+SK_DEVICE void barrier() { sk_emu_s_barrier(); }
 
+// Same function as target_amdgcn.h (checked by emu/).
 template <int ROW_BYTES>
 SK_DEVICE int target_swizzle(int row) {
 #if defined(SK_HOST_GFX950)
-  if constexpr (ROW_BYTES == 128) return (row >> 1) & 7;
+  if constexpr (ROW_BYTES == 128) return (row >> 1) & 7;  // two rows per 256 B line
   else return row & 15;
 #else
   return ((row & 1) << 2) | ((row >> 1) & 3);
 #endif
 }
 
-SK_DEVICE u32x4 lds_load16(const char* p) { return *(const u32x4*)p; }
-SK_DEVICE u32x4 global_load16(const void* p) { return *(const u32x4*)p; }
+SK_DEVICE u32x4 lds_load16(const char* p) {
+  u32x4 v;
+  sk_emu_ds_read_b128(p, &v);
+  return v;
+}
+SK_DEVICE u32x4 global_load16(const void* p) {
+  u32x4 v;
+  sk_emu_global_load_b128(p, &v);
+  return v;
+}
 SK_DEVICE void copy_async(char* /*lds*/, char* lds_wave_base, const void* g, bool valid, const void* zeros) {
-  sk_emu_copy_wave(lds_wave_base, valid ? g : zeros, COPY_BYTES);
+  const void* src = valid ? g : zeros;
+  sk_emu_global_load_lds(src, lds_wave_base, COPY_BYTES);
 }
 SK_DEVICE void copy_commit() {}
 template <int PENDING, int COPIES_PER_STAGE>
-SK_DEVICE void copy_wait() { sk_emu_wait_copies(PENDING * COPIES_PER_STAGE); }
-SK_DEVICE void fence_release_device() { sk_emu_fence(); }
-SK_DEVICE void fence_acquire_device() { sk_emu_fence(); }
-SK_DEVICE u32 atomic_add_device(u32* p, u32 v) { return sk_emu_atomic_add(p, v); }
-SK_DEVICE void atomic_store_device(u32* p, u32 v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
-SK_DEVICE void store_partial(float* p, f32x4 v) { *(f32x4*)p = v; }
+SK_DEVICE void copy_wait() {
+  constexpr int n = PENDING * COPIES_PER_STAGE;
+  static_assert(n <= 63, "vmcnt has 6 bits: fewer stages or larger copies");
+  sk_emu_s_waitcnt_vmcnt(n);
+}
+SK_DEVICE void fence_release_device() { sk_emu_fence_agent(__ATOMIC_RELEASE); }
+SK_DEVICE void fence_acquire_device() { sk_emu_fence_agent(__ATOMIC_ACQUIRE); }
+SK_DEVICE u32 atomic_add_device(u32* p, u32 v) { return sk_emu_atomic_add_agent(p, v, __ATOMIC_ACQ_REL); }
+SK_DEVICE void atomic_store_device(u32* p, u32 v) { sk_emu_atomic_store_agent(p, v, __ATOMIC_RELAXED); }
+SK_DEVICE f32x4 load_partial(const float* p) {
+  f32x4 v;
+  sk_emu_global_load_b128(p, &v);
+  return v;
+}
+SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v); }
 
-SK_DEVICE void atom_a_piece(int lane, int, int& row, int& piece) { row = lane & 15; piece = lane >> 4; }
+// ---- the matrix atom: same layouts and instruction sequence as target_amdgcn.h ----
+SK_DEVICE void atom_a_piece(int lane, int /*j*/, int& row, int& piece) { row = lane & 15; piece = lane >> 4; }
 SK_DEVICE void atom_b_piece(int lane, int& tok, int& piece) { tok = lane & 15; piece = lane >> 4; }
 SK_DEVICE void atom_acc_coord(int lane, int r, int& row, int& tok) { row = 4 * (lane >> 4) + r; tok = lane & 15; }
+
 template <typename T>
-SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) { sk_emu_mfma_k32(T::id, acc, a, &b); }
+SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
+#if defined(SK_HOST_GFX950)
+  const u32 av[4] = {a[0].x, a[0].y, a[0].z, a[0].w}, bv[4] = {b.x, b.y, b.z, b.w};
+  sk_emu_v_mfma_f32_16x16x32(T::id, acc, av, bv, acc);
+#else
+  const u32 a_lo[2] = {a[0].x, a[0].y}, a_hi[2] = {a[0].z, a[0].w}, b_lo[2] = {b.x, b.y}, b_hi[2] = {b.z, b.w};
+  sk_emu_v_mfma_f32_16x16x16(T::id, acc, a_lo, b_lo, acc);
+  sk_emu_v_mfma_f32_16x16x16(T::id, acc, a_hi, b_hi, acc);
+#endif
+}

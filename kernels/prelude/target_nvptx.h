@@ -61,13 +61,10 @@ SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
   return __scoped_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __MEMORY_SCOPE_DEVICE);
 }
 SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
-// Partials written by other CTAs: read at L2 (L1 is not coherent).
-SK_DEVICE f32x4 load_partial(const float* p) {
-  f32x4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-  return v;
-}
+// Partials written by other CTAs. Plain loads: after the acquire fence the PTX
+// memory model makes the releasing CTAs' writes visible to them, and, unlike
+// volatile asm, they can all be in flight at once.
+SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
 SK_DEVICE void store_partial(float* p, f32x4 v) {
   asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }

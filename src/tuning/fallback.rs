@@ -19,7 +19,7 @@ use crate::route::Problem;
 
 pub const CTAS_PER_UNIT: f64 = 2.0;
 pub const MIN_BLOCKS: u32 = 2;
-pub const MAX_SPLIT: u32 = 16;
+pub const MAX_SPLIT: u32 = 64;
 
 /// An arch's fallback candidates, resolved once (the hot path only iterates).
 #[derive(Clone, Debug)]

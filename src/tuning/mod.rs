@@ -116,6 +116,13 @@ impl Tuning {
         Ok(t)
     }
 
+    /// A table with one entry: `choice` for exactly `p`'s shape and token count.
+    pub fn single(p: &Problem, choice: Choice) -> Tuning {
+        let mut t = Tuning { source: "forced".into(), entries: 1, ..Default::default() };
+        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![(p.m, p.m, choice)]);
+        t
+    }
+
     /// The entry covering this problem, if any.
     pub fn lookup(&self, p: &Problem) -> Option<Choice> {
         let v = self.by_shape.get(&(p.dtype, p.n, p.k, p.has_bias()))?;

@@ -75,13 +75,13 @@ pub fn run(a: &Args) -> i32 {
     }
 }
 
-fn parse_shape(s: &str) -> Result<Shape, String> {
+pub fn parse_shape(s: &str) -> Result<Shape, String> {
     let v: Vec<&str> = s.split(',').collect();
     let num = |i: usize| v.get(i).and_then(|x| x.trim().parse::<u32>().ok()).ok_or(format!("bad shape {s}"));
     Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
 }
 
-struct Buf<'a>(&'a Cuda, u64);
+pub struct Buf<'a>(pub &'a Cuda, pub u64);
 impl Drop for Buf<'_> {
     fn drop(&mut self) {
         self.0.free_raw(self.1);
@@ -89,7 +89,7 @@ impl Drop for Buf<'_> {
 }
 
 /// Copy bandwidth (bytes read + written per second) of a 1 GiB device copy.
-fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
+pub fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
     let bytes = 1usize << 30;
     let (src, dst) = (Buf(cu, cu.malloc(bytes)?), Buf(cu, cu.malloc(bytes)?));
     let (e0, e1) = (cu.event()?, cu.event()?);
@@ -108,7 +108,7 @@ fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
 }
 
 /// Median time per GEMM (µs) of a graph of `count` GEMMs enqueued by `enqueue`.
-fn time_graph(cu: &Cuda, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
+pub fn time_graph(cu: &Cuda, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
     let exec = cu.capture(s, &enqueue)?;
     let (e0, e1) = (cu.event()?, cu.event()?);
     for _ in 0..3 {
@@ -242,7 +242,7 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+pub fn geomean(v: impl Iterator<Item = f64>) -> f64 {
     let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
     (s / n.max(1) as f64).exp()
 }

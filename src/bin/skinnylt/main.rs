@@ -7,7 +7,8 @@
 //! * `check` — the GPU correctness suite (public grid, odd shapes, determinism,
 //!   graph replay, concurrent streams);
 //! * `audit` — the static audit of the embedded device code;
-//! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs.
+//! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs;
+//! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file.
 
 mod bench;
 mod check;
@@ -15,6 +16,7 @@ mod client;
 mod demo;
 mod info;
 mod reference;
+mod tune;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +39,8 @@ enum Cmd {
     Audit,
     /// Time skinnylt and the vendor library side by side (needs a GPU).
     Bench(bench::Args),
+    /// Measure every kernel config per shape and write tuning/<arch>.json (needs a GPU).
+    Tune(tune::Args),
 }
 
 fn main() {
@@ -47,6 +51,7 @@ fn main() {
         Cmd::Check(a) => check::run(&a),
         Cmd::Audit => audit(),
         Cmd::Bench(a) => bench::run(&a),
+        Cmd::Tune(a) => tune::run(&a),
     };
     std::process::exit(code);
 }

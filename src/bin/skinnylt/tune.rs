@@ -1,0 +1,236 @@
+//! `skinnylt tune`: for each shape, time every compiled kernel config of the dtype
+//! at a range of split-K factors on the present GPU (graph replay, cold weights),
+//! reject any whose output fails the float64 check, keep the fastest, and write
+//! `tuning/<arch>.json` with provenance. Shapes where skinnylt does not beat the
+//! vendor library by at least 3 % are written as "forward". Resumable: shapes
+//! already in the output file are skipped. Bounded time per shape.
+
+use std::time::Instant;
+
+use skinnylt::gpu::{self, Runtime};
+use skinnylt::grid::{self, Shape};
+use skinnylt::route::{DType, Form, Problem};
+use skinnylt::tuning::Choice;
+use skinnylt::tuning::fallback::MIN_BLOCKS;
+use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
+use skinnylt::vendor::cublaslt::CublasLt;
+use skinnylt::{engine, kernels};
+
+use crate::bench::{Buf, copy_bandwidth, parse_shape, time_graph};
+use crate::client::Handle;
+use crate::reference::{self, Rng};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Output tuning file (read first: its shapes are skipped).
+    #[arg(long, default_value = "tuning/sm90.json")]
+    pub out: String,
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["G1".to_string(), "G2".to_string(), "G3".to_string()])]
+    pub groups: Vec<String>,
+    /// Extra shapes "M,N,K[,bias]".
+    #[arg(long = "shape")]
+    pub shapes: Vec<String>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    pub dtype: crate::demo::DTypeArg,
+    /// Also write entries for the other dtype with the same choice.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub mirror_dtype: bool,
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Time budget per shape, seconds.
+    #[arg(long, default_value_t = 20.0)]
+    pub budget: f64,
+}
+
+const SPLITS: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
+
+pub fn run(a: &Args) -> i32 {
+    let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
+        eprintln!("skinnylt tune needs a GPU (this build tunes through CUDA)");
+        return 2;
+    };
+    match tune(cu, a) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("tune failed: {e}");
+            1
+        }
+    }
+}
+
+fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
+    let dev = engine::device_kernels(0)?;
+    cu.make_current(dev.ctx)?;
+    let arch = dev.arch;
+    let lt = CublasLt::load()?;
+    let dtype: DType = a.dtype.into();
+    let s = cu.stream_create()?;
+    let bw = copy_bandwidth(cu, s)?;
+    let mut file: TuningFile = std::fs::read_to_string(&a.out)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(TuningFile { schema: 1, arch: arch.name().into(), provenance: Provenance::default(), entries: vec![] });
+    file.provenance = Provenance {
+        device: format!("{} ({} SMs), copy {:.2} TB/s, cuBLASLt {}", dev.info.name, dev.info.units, bw / 1e12, lt.version()),
+        date: std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        notes: "measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of cuBLASLt's top-8 in the same run; speedup < 1.03 => forward".into(),
+    };
+    let mut shapes: Vec<Shape> = grid::public().into_iter().filter(|s| a.groups.iter().any(|g| g == s.group)).collect();
+    for sh in &a.shapes {
+        shapes.push(parse_shape(sh)?);
+    }
+    // Token ranges: each measured M covers up to the next measured M of its shape.
+    let h = Handle::new()?;
+    let ws_bytes = 32usize << 20;
+    let ws = Buf(cu, cu.malloc(ws_bytes)?);
+    let mut rng = Rng(0x7e57);
+    let total = shapes.len();
+    for (si, sh) in shapes.iter().enumerate() {
+        let done = file.entries.iter().any(|e| e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m);
+        if done {
+            continue;
+        }
+        let t0 = Instant::now();
+        let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+        let w_bytes = n * k * 2;
+        let sets = (3 * dev.info.l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
+        let count = sets.max(24);
+        let w0 = reference::random_matrix(&mut rng, dtype, n, k, k);
+        let wb: Vec<Buf> = (0..sets).map(|_| cu.malloc(w_bytes).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        cu.htod(wb[0].1, &w0)?;
+        for b in &wb[1..] {
+            cu.copy_async(b.1, wb[0].1, w_bytes, s)?;
+        }
+        let x = reference::random_matrix(&mut rng, dtype, m, k, k);
+        let xb: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * k * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        let yb: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * n * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        for b in &xb {
+            cu.htod(b.1, &x)?;
+        }
+        let bias = reference::random_matrix(&mut rng, dtype, 1, n, n);
+        let db = Buf(cu, cu.malloc(n * 2)?);
+        cu.htod(db.1, &bias)?;
+        cu.sync(s)?;
+        let want = reference::reference(dtype, m, n, k, &w0, k, &x, k, sh.bias.then_some(&bias[..]), 1.0);
+        let problem = |j: usize| Problem {
+            dtype,
+            form: Form::Linear,
+            m: sh.m,
+            n: sh.n,
+            k: sh.k,
+            w: wb[j].1,
+            ldw: k as u64,
+            x: xb[j].1,
+            ldx: k as u64,
+            y: yb[j].1,
+            ldy: n as u64,
+            bias: if sh.bias { db.1 } else { 0 },
+            alpha: 1.0,
+        };
+        // Vendor.
+        let p = lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?;
+        let mut vendor = f64::INFINITY;
+        for i in 0..p.algos.len() {
+            if let Ok(t) = time_graph(cu, s, a.reps.max(5), count, || {
+                for c in 0..count {
+                    let j = c % sets;
+                    lt.matmul(&p, i, wb[j].1, xb[j].1, yb[j].1, ws.1, ws_bytes, s)?;
+                }
+                Ok(())
+            }) {
+                vendor = vendor.min(t);
+            }
+        }
+        lt.free(p);
+        // Candidates: every compiled kernel of the dtype whose token tile is not
+        // much larger than M, at every split that leaves MIN_BLOCKS K blocks.
+        let mut best: Option<(f64, Choice)> = None;
+        let mut tried = 0;
+        let mut rejected = 0;
+        'outer: for (ki, ke) in kernels::for_arch(arch).kernels.iter().enumerate() {
+            if ke.dtype != dtype || ke.config.tile_m > sh.m.next_power_of_two().max(8) {
+                continue;
+            }
+            let nkb = sh.k.div_ceil(ke.config.tile_k);
+            for &split in SPLITS.iter().filter(|&&sp| sp == 1 || nkb / sp >= MIN_BLOCKS) {
+                if t0.elapsed().as_secs_f64() > a.budget {
+                    break 'outer;
+                }
+                let choice = Choice::Run { kernel: ki, split_k: split };
+                // Correctness first: one eager run on poisoned output.
+                cu.memset16(yb[0].1, 0xffff, m * n)?;
+                if engine::run_choice(h.0 as usize, &problem(0), choice, 0, 0, s).is_err() {
+                    continue;
+                }
+                cu.sync(s)?;
+                let mut y = vec![0u16; m * n];
+                cu.dtoh(&mut y, yb[0].1)?;
+                match reference::rel_error(dtype, m, n, &y, n, &want) {
+                    Some(e) if e <= reference::tolerance(dtype) => {}
+                    _ => {
+                        rejected += 1;
+                        continue;
+                    }
+                }
+                tried += 1;
+                let t = time_graph(cu, s, a.reps, count, || {
+                    for c in 0..count {
+                        engine::run_choice(h.0 as usize, &problem(c % sets), choice, 0, 0, s).map_err(|r| r.name().to_owned())?;
+                    }
+                    Ok(())
+                })?;
+                if best.is_none_or(|(bt, _)| t < bt) {
+                    best = Some((t, choice));
+                }
+            }
+        }
+        let Some((ours, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
+        let Choice::Run { kernel, split_k } = choice else { unreachable!() };
+        let ke = kernels::for_arch(arch).kernels[kernel];
+        let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
+        let m_max = next_m.map_or(sh.m, |nm| nm - 1);
+        let forward = ours * 1.03 > vendor;
+        for d in if a.mirror_dtype { vec![dtype, other(dtype)] } else { vec![dtype] } {
+            file.entries.retain(|e| !(e.dtype == d && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m));
+            file.entries.push(Entry {
+                dtype: d,
+                n: sh.n,
+                k: sh.k,
+                bias: sh.bias,
+                m_min: sh.m,
+                m_max,
+                kernel: (!forward).then_some(ke.config),
+                split_k: if forward { 1 } else { split_k },
+                source: if d == dtype { "measured".into() } else { format!("measured ({})", dtype.name()) },
+                us: Some((ours * 100.0).round() / 100.0),
+                vendor_us: Some((vendor * 100.0).round() / 100.0),
+            });
+        }
+        println!(
+            "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs, vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
+            si + 1,
+            sh.group,
+            sh.m,
+            sh.n,
+            sh.k,
+            sh.bias,
+            ke.name,
+            split_k,
+            ours,
+            vendor,
+            vendor / ours,
+            if forward { " -> forward" } else { "" },
+            tried,
+            rejected,
+            t0.elapsed().as_secs_f64()
+        );
+        file.entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
+        std::fs::write(&a.out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn other(d: DType) -> DType {
+    if d == DType::Bf16 { DType::F16 } else { DType::Bf16 }
+}
