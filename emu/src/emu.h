@@ -159,7 +159,7 @@ struct LaunchResult {
   BankStats bank[LDS_CLASSES];
   uint64_t workgroups = 0, wave_steps = 0, mfma = 0, copies = 0, ds_reads = 0, barriers = 0;
   int resident = 0;
-  std::vector<int> last_arrivers;  // per split-K tile: the split that arrived last
+  std::vector<std::pair<size_t, int>> arrivals;  // (counter index, workgroup y) of each atomic add, in order
   bool ok() const { return error_count == 0; }
 };
 

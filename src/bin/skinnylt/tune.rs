@@ -40,6 +40,9 @@ pub struct Args {
     /// Time budget per shape, seconds.
     #[arg(long, default_value_t = 20.0)]
     pub budget: f64,
+    /// Print every candidate's time.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 const SPLITS: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
@@ -180,6 +183,9 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
                     }
                     Ok(())
                 })?;
+                if a.verbose {
+                    println!("    {} split {split}: {t:.2} µs", kernels::for_arch(arch).kernels[ki].name);
+                }
                 if best.is_none_or(|(bt, _)| t < bt) {
                     best = Some((t, choice));
                 }

@@ -1,0 +1,139 @@
+// Semantics of the emulated AMD instructions that have cross-lane behaviour:
+// the MFMAs of the matrix atom, and the LDS bank model.
+#include <cstring>
+
+#include "emu.h"
+
+namespace emu {
+
+double half_to_double(int dtype, uint16_t v) {
+  if (dtype == 0) {  // bf16: the high half of an fp32
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  _Float16 h;
+  std::memcpy(&h, &v, 2);
+  return (double)h;
+}
+
+uint16_t double_to_half(int dtype, double v) {
+  if (dtype == 0) {
+    float f = (float)v;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+  }
+  _Float16 h = (_Float16)v;
+  uint16_t r;
+  std::memcpy(&r, &h, 2);
+  return r;
+}
+
+// v_mfma_f32_16x16x16_{f16,bf16} (gfx942, k = 16) and v_mfma_f32_16x16x32_{f16,bf16}
+// (gfx950, k = 32): D(16x16) = A(16xk) . B(kx16) + C, wave64.
+//
+// Register layouts, lane l (shared/research/kernel_anchors.md §5.1):
+//  * gfx942 16x16x16: from the AMD matrix instruction calculator
+//    (ROCm/amd_matrix_instruction_calculator @2ef9189, `-a cdna3 -d`):
+//      A: 4 halves in 2 VGPRs, row l%16, k = 4*(l/16) + j, j = 0..3;
+//      B: 4 halves in 2 VGPRs, column l%16, k = 4*(l/16) + j;
+//      C/D: 4 f32, register i holds row 4*(l/16) + i, column l%16.
+//  * gfx950 16x16x32 (CDNA4; the calculator does not cover CDNA4, rows from
+//    FlyDSL's usage and IREE's MMA layouts, same section):
+//      A: 8 halves in 4 VGPRs, row l%16, k = 8*(l/16) + j, j = 0..7;
+//      B: 8 halves in 4 VGPRs, column l%16, k = 8*(l/16) + j;
+//      C/D: as above.
+//  Element j of an operand is the j-th element of the builtin's vector operand
+//  (<4 x i16> / <8 x bfloat> ...): VGPR j/2, bits [15:0] for even j, [31:16] for
+//  odd j (LLVM packs 16-bit vector elements little-endian into consecutive VGPRs;
+//  emu/probe checks the element order the real atom passes).
+//
+// Numerics: the products of two bf16/f16 values are exact in double; the k
+// products and C are summed in double and rounded once to fp32 (round to nearest
+// even). The hardware's internal order and precision of that sum are not
+// publicly specified, so the emulator matches it to about one fp32 rounding per
+// instruction, not bit for bit.
+void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, const float* c, float* d,
+                        Mutation m) {
+  const int nv = k / 8;   // VGPRs per operand per lane
+  const int kpl = k / 4;  // k elements per lane (a lane group holds kpl consecutive k)
+  double A[16][32], B[32][16];
+  for (int l = 0; l < 64; ++l) {
+    for (int j = 0; j < kpl; ++j) {
+      // A: lane l holds row l%16, k = kpl*(l/16) + j.
+      int la = l, ja = j;
+      if (m == Mutation::SwapALanes && (l == 5 || l == 21)) la = l == 5 ? 21 : 5;
+      if (m == Mutation::AWrongKHalf) ja = j ^ (kpl / 2);
+      const uint32_t va = a[la * nv + ja / 2];
+      A[l % 16][kpl * (l / 16) + j] = half_to_double(dtype, (uint16_t)(va >> (16 * (ja % 2))));
+      // B: lane l holds column l%16, k = kpl*(l/16) + j.
+      const int gb = m == Mutation::BKGroupReversed ? 3 - l / 16 : l / 16;
+      const uint32_t vb = b[l * nv + j / 2];
+      B[kpl * gb + j][l % 16] = half_to_double(dtype, (uint16_t)(vb >> (16 * (j % 2))));
+    }
+  }
+  float out[64][4];
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r) {
+      // D: lane l, register r holds row 4*(l/16) + r, column l%16.
+      int row = 4 * (l / 16) + r, col = l % 16;
+      if (m == Mutation::DTransposed) {
+        const int t = row;
+        row = col;
+        col = t;
+      }
+      double s = 0;
+      for (int kk = 0; kk < k; ++kk) s += A[row][kk] * B[kk][col];
+      out[l][r] = (float)(s + (double)c[l * 4 + r]);
+    }
+  std::memcpy(d, out, sizeof out);
+}
+
+BankStats lds_bank_cycles(const uint32_t* lane_addr, uint64_t active, int access_bytes, int banks) {
+  BankStats st;
+  st.instrs = 1;
+  st.worst = 0;
+  int per_cycle = banks * 4 / access_bytes;
+  if (per_cycle < 1) per_cycle = 1;
+  if (per_cycle > 64) per_cycle = 64;
+  const int dwords = access_bytes >= 4 ? access_bytes / 4 : 1;
+  for (int g0 = 0; g0 < 64; g0 += per_cycle) {
+    // distinct dword addresses per bank within the group
+    uint32_t seen[64 * 4];
+    int nseen = 0;
+    int count[64] = {0};
+    bool any = false;
+    for (int l = g0; l < g0 + per_cycle && l < 64; ++l) {
+      if (!((active >> l) & 1)) continue;
+      any = true;
+      for (int q = 0; q < dwords; ++q) {
+        const uint32_t dw = lane_addr[l] / 4 + q;
+        bool dup = false;
+        for (int s = 0; s < nseen; ++s)
+          if (seen[s] == dw) {
+            dup = true;
+            break;
+          }
+        if (dup) continue;  // same address: broadcast
+        seen[nseen++] = dw;
+        ++count[dw % banks];
+      }
+    }
+    if (!any) continue;
+    int cyc = 1;
+    for (int bk = 0; bk < banks; ++bk)
+      if (count[bk] > cyc) cyc = count[bk];
+    st.ideal += 1;
+    st.cycles += cyc;
+    if (cyc > st.worst) st.worst = cyc;
+  }
+  if (st.worst == 0) st.worst = 1;
+  st.conflicted = st.cycles > st.ideal ? 1 : 0;
+  return st;
+}
+
+}  // namespace emu
