@@ -52,7 +52,13 @@ struct SplitK {
   static constexpr int X_STAGE = TILE_M * ROW_BYTES;
   static constexpr int PIPE_BYTES = STAGES * (W_STAGE + X_STAGE);
   static constexpr int RED_BYTES = (WK - 1) * TILE_M * TILE_N * 4;
-  static constexpr int FLAG_OFFSET = PIPE_BYTES > RED_BYTES ? PIPE_BYTES : RED_BYTES;
+  // Split-K combine: the last CTA reduces the S slots with all its threads, C slot
+  // chunks at a time, then adds the C chunk sums in order through LDS.
+  static constexpr int E4 = TILE_M * TILE_N / 4;  // float4s per slot
+  static constexpr int CHUNKS = THREADS >= E4 ? THREADS / E4 : 1;
+  static constexpr int COMBINE_BYTES = CHUNKS * E4 * 16;
+  static constexpr int FLAG_OFFSET = PIPE_BYTES > RED_BYTES ? (PIPE_BYTES > COMBINE_BYTES ? PIPE_BYTES : COMBINE_BYTES)
+                                                            : (RED_BYTES > COMBINE_BYTES ? RED_BYTES : COMBINE_BYTES);
   static constexpr int LDS_BYTES = FLAG_OFFSET + 16;
 
   static_assert(TILE_N % (16 * WN) == 0, "weight rows per wave: whole 16-row atoms");
@@ -66,6 +72,7 @@ struct SplitK {
   static constexpr int W_INSTR = W_STAGE / GROUP_BYTES;
   static constexpr int X_INSTR = ceil_div(X_STAGE, GROUP_BYTES);
   static_assert(W_STAGE % GROUP_BYTES == 0, "weight stage: whole copy instructions");
+  static_assert(!COPY_BY_WAVE || X_STAGE % GROUP_BYTES == 0, "AMD: activation stage must be whole copy instructions");
   // Fewest copies any wave issues per stage: waiting for that many per younger
   // stage is never too early (AMD counts outstanding copies, not stages).
   static constexpr int MIN_COPIES = COPY_BY_WAVE ? W_INSTR / WAVES + X_INSTR / WAVES : 1;
@@ -139,7 +146,8 @@ struct SplitK {
     const int n0 = (tile / m_tiles) * TILE_N, m0 = (tile % m_tiles) * TILE_M;
     const int split = block_y(), S = p.split_k;
     const int nkb = ceil_div(p.k, TILE_K);
-    const int kb_begin = (int)((i64)split * nkb / S), kb_end = (int)((i64)(split + 1) * nkb / S);
+    // nkb < 2^24 and S <= 64: 32-bit products, no 64-bit division.
+    const int kb_begin = (int)((u32)(split * nkb) / (u32)S), kb_end = (int)((u32)((split + 1) * nkb) / (u32)S);
     const int nb = kb_end - kb_begin;
 
     char* const w_lds = smem;
@@ -254,49 +262,51 @@ struct SplitK {
             store_partial(mine + ((ra * TA + ta) * WAVE + lane) * 4,
                           f32x4{acc[ra][ta][0], acc[ra][ta][1], acc[ra][ta][2], acc[ra][ta][3]});
       }
-      fence_release_device();  // this thread's slot writes, before the arrival below
+      // Publish the slot, count the arrival; true in every thread of the last CTA,
+      // whose later loads then see every slot (prelude: per-target fence sequence).
+      if (!arrive_last(p.counters + tile, (u32)S, tid, (u32*)(smem + FLAG_OFFSET))) return;
+      // Fixed-order, all-threads reduction: thread (chunk c, float4 q) sums slots
+      // [c*S/C, (c+1)*S/C) in order, BATCH loads in flight; then the C chunk sums
+      // are added in order c = 0..C-1. The association depends only on (config, S),
+      // never on which CTA arrived last: bitwise reproducible.
+      f32x4* const sums = (f32x4*)smem;  // [CHUNKS][E4]
+      constexpr int BATCH = 8;
+      for (int idx = tid; idx < CHUNKS * E4; idx += THREADS) {
+        const int c = idx / E4, q = idx % E4;
+        const int s_begin = c * S / CHUNKS, s_end = (c + 1) * S / CHUNKS;
+        f32x4 total = {0.f, 0.f, 0.f, 0.f};
+        for (int s0 = s_begin; s0 < s_end; s0 += BATCH) {
+          f32x4 v[BATCH];
+#pragma unroll
+          for (int b = 0; b < BATCH; ++b)
+            v[b] = s0 + b < s_end ? load_partial(slots + ((i64)(s0 + b) * E4 + q) * 4) : f32x4{0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int b = 0; b < BATCH; ++b)
+            if (s0 + b < s_end) total += v[b];
+        }
+        sums[idx] = total;
+      }
       barrier();
-      u32* const last = (u32*)(smem + FLAG_OFFSET);
-      if (tid == 0) *last = atomic_add_device(p.counters + tile, 1u) == (u32)(S - 1);
-      barrier();
-      if (!*last) return;
-      fence_acquire_device();  // every slot is visible to the last arriver
+      if constexpr (CHUNKS > 1) {
+        for (int q = tid; q < E4; q += THREADS) {
+          f32x4 total = sums[q];
+#pragma unroll
+          for (int c = 1; c < CHUNKS; ++c) total += sums[c * E4 + q];
+          sums[q] = total;
+        }
+        barrier();
+      }
       if (wk == 0) {
 #pragma unroll
         for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
-          for (int ta = 0; ta < TA; ++ta)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) acc[ra][ta][r] = 0.f;
-        // Slots are summed in order 0..S-1; loads go out BATCH at a time so the L2
-        // round trips overlap.
-        constexpr int BATCH = 4;
-        for (int s0 = 0; s0 < S; s0 += BATCH) {
-          f32x4 v[BATCH][RA][TA];
-#pragma unroll
-          for (int b = 0; b < BATCH; ++b)
-#pragma unroll
-            for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-              for (int ta = 0; ta < TA; ++ta)
-                v[b][ra][ta] = s0 + b < S ? load_partial(slots + (i64)(s0 + b) * (TILE_M * TILE_N) + wmn * FRAG * WAVE +
-                                                         ((ra * TA + ta) * WAVE + lane) * 4)
-                                          : f32x4{0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-          for (int b = 0; b < BATCH; ++b) {
-            if (s0 + b < S) {
-#pragma unroll
-              for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-                for (int ta = 0; ta < TA; ++ta) {
-                  acc[ra][ta][0] += v[b][ra][ta].x;
-                  acc[ra][ta][1] += v[b][ra][ta].y;
-                  acc[ra][ta][2] += v[b][ra][ta].z;
-                  acc[ra][ta][3] += v[b][ra][ta].w;
-                }
-            }
+          for (int ta = 0; ta < TA; ++ta) {
+            const f32x4 v = sums[wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane];
+            acc[ra][ta][0] = v.x;
+            acc[ra][ta][1] = v.y;
+            acc[ra][ta][2] = v.z;
+            acc[ra][ta][3] = v.w;
           }
-        }
       }
       if (tid == 0) atomic_store_device(p.counters + tile, 0u);  // ready for the next launch / replay
     }

@@ -44,7 +44,10 @@ pub fn find_llvm_tool(base: &str) -> Option<String> {
 }
 
 fn write_temp(name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
-    let p = std::env::temp_dir().join(format!("skinnylt-audit-{}-{name}", std::process::id()));
+    // Unique per call: audits may run concurrently in one process (tests).
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = std::env::temp_dir().join(format!("skinnylt-audit-{}-{n}-{name}", std::process::id()));
     std::fs::write(&p, bytes).map_err(|e| e.to_string())?;
     Ok(p)
 }

@@ -80,7 +80,7 @@ pub fn device_kernels(ordinal: i32) -> Result<Arc<DeviceKernels>, String> {
     for k in cat.kernels {
         let f = rt.function(ctx, module, k.name)?;
         if rt.backend() == Backend::Cuda {
-            rt.set_max_dynamic_shared(ctx, f, k.config.lds_bytes())?;
+            rt.set_max_dynamic_shared(ctx, f, k.config.lds_bytes(&crate::tuning::schema::target(arch.name()).expect("known arch")))?;
         }
         functions.push(f);
     }
@@ -235,7 +235,7 @@ pub fn plan(
         split_k,
         grid: [tiles as u32, split_k, 1],
         block: [c.threads(&t), 1, 1],
-        shared: if backend_cuda { c.lds_bytes() } else { 0 },
+        shared: if backend_cuda { c.lds_bytes(&t) } else { 0 },
         partial_bytes: if split_k > 1 { per_split * split_k as usize } else { 0 },
     })
 }

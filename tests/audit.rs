@@ -15,3 +15,17 @@ fn every_embedded_kernel_passes_the_audit() {
     // own matrix instructions; the fields read are real numbers, not defaults.
     assert!(rows.iter().filter(|r| r.arch != "sm90").all(|r| r.vgprs > 0 && r.lds > 0 && r.matrix_ops > 0));
 }
+
+/// The Rust mirror of SplitK::LDS_BYTES (used to size NVIDIA launches) agrees with
+/// what the compiler put in every AMD code object's metadata.
+#[test]
+fn lds_size_formula_matches_the_code_objects() {
+    let (rows, _) = skinnylt::audit::audit_all(true).expect("audit");
+    for ak in skinnylt::kernels::all().iter().filter(|a| a.arch.name() != "sm90") {
+        let t = skinnylt::tuning::schema::target(ak.arch.name()).unwrap();
+        for k in ak.kernels {
+            let r = rows.iter().find(|r| r.name == k.name).unwrap();
+            assert_eq!(r.lds, k.config.lds_bytes(&t), "{}", k.name);
+        }
+    }
+}

@@ -10,7 +10,7 @@
 
 #define SKP_LIST(X) X(sk_probe_a_piece) X(sk_probe_b_piece) X(sk_probe_acc_coord) X(sk_probe_swizzle128) \
   X(sk_probe_swizzle256) X(sk_probe_constants)
-#define SKP_KERNEL_LIST(X) X(sk_probe_mma_bf16) X(sk_probe_mma_f16) X(sk_probe_copy)
+#define SKP_KERNEL_LIST(X) X(sk_probe_mma_bf16) X(sk_probe_mma_f16) X(sk_probe_copy) X(sk_probe_arrive)
 
 #define SKP_MIX(h, v) ((h) * 1000003u + (u32)(v))
 
@@ -97,4 +97,14 @@ SKP_KERNEL(sk_probe_copy)(f32x4* out) {
   copy_async(nullptr, smem + 1024, (const void*)out, true, (const void*)(out + 1));
   copy_wait<3, 5>();
   barrier();
+}
+
+// The split-K arrival protocol and the counter reset: fences, barriers and
+// atomics with their scopes and orders (as the last arriver sees them).
+SKP_KERNEL(sk_probe_arrive)(f32x4* out) {
+  SK_LDS_DECL(smem, 64);
+  u32* counter = (u32*)(out + 1);
+  const bool last = arrive_last(counter, 1u, thread_id(), (u32*)smem);
+  if (last) atomic_store_device(counter, 0u);
+  out[0].x = last ? 1.f : 0.f;
 }

@@ -30,13 +30,18 @@ struct Config {
   bool b_to_lds = true;
   int waves() const { return wm * wn * wk; }
   int threads() const { return waves() * 64; }
-  // KernelConfig::lds_bytes in src/tuning/schema.rs.
+  // KernelConfig::lds_bytes in src/tuning/schema.rs (AMD: 64-lane waves).
   int lds_bytes() const {
     const int row = tile_k * 2;
     const int w = b_to_lds ? tile_n * row : 0;
     const int pipe = stages * (w + tile_m * row);
     const int red = (wk - 1) * tile_m * tile_n * 4;
-    return (pipe > red ? pipe : red) + 16;
+    const int e4 = tile_m * tile_n / 4;
+    const int chunks = threads() / e4 > 1 ? threads() / e4 : 1;
+    const int combine = chunks * e4 * 16;
+    int m = pipe > red ? pipe : red;
+    if (combine > m) m = combine;
+    return m + 16;
   }
   int w_ring_bytes() const { return b_to_lds ? stages * tile_n * tile_k * 2 : 0; }
   int x_ring_bytes() const { return stages * tile_m * tile_k * 2; }
@@ -150,6 +155,8 @@ struct LaunchOptions {
   uint64_t seed = 1;
   int max_resident = 4;     // workgroups in flight at once (the launch picks 1..max)
   double land_prob = 0.25;  // chance per wave step that its oldest outstanding copy lands
+  int resident = 0;         // 0: 1..max_resident, drawn per launch; else exactly this many
+  int arrival = 0;          // 0: random wave order; 1: workgroups with low y first; 2: high y first
   Mutation mutation = Mutation::None;
 };
 

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -117,7 +118,6 @@ struct Line {
 struct WG {
   int slot = 0, bx = 0, by = 0, dispatch = 0;
   int nwaves = 0, live_waves = 0, at_barrier = 0;
-  void* barrier_ra = nullptr;
   uint32_t gen = 0;
   char* lds = nullptr;
   int lds_bytes = 0;
@@ -237,7 +237,6 @@ struct Machine {
     g.nwaves = k->cfg.waves();
     g.live_waves = g.nwaves;
     g.at_barrier = 0;
-    g.barrier_ra = nullptr;
     g.gen = 0;
     g.lds_bytes = k->lds_bytes;
     g.lds = s.lds_end - ((k->lds_bytes + 15) & ~15);
@@ -309,8 +308,7 @@ struct Machine {
     if (g.at_barrier > 0 && g.at_barrier == g.live_waves) {
       g.gen++;
       g.at_barrier = 0;
-      g.barrier_ra = nullptr;
-      for (int w = 0; w < g.nwaves; ++w)
+        for (int w = 0; w < g.nwaves; ++w)
         if (g.waves[w].state == Wave::AtBarrier) g.waves[w].state = Wave::Ready;
       res->barriers++;
     }
@@ -368,7 +366,7 @@ struct Machine {
       return;
     }
     switch (op) {
-      case OP_BARRIER: exec_barrier(w, ra); break;
+      case OP_BARRIER: exec_barrier(w); break;
       case OP_DS_READ: exec_ds_read(w, act); break;
       case OP_COPY: exec_copy(w, act); break;
       case OP_WAIT: exec_wait(w); break;
@@ -378,14 +376,11 @@ struct Machine {
     maybe_land(w);
   }
 
-  void exec_barrier(Wave& w, void* ra) {
+  // s_barrier counts waves, not instructions: waves may meet at different
+  // s_barrier instructions (the compiler may duplicate one into both sides of a
+  // wave-uniform branch), so only arrival counts matter here.
+  void exec_barrier(Wave& w) {
     WG& g = *w.wg;
-    if (g.at_barrier == 0) g.barrier_ra = ra;
-    else if (g.barrier_ra != ra) {
-      char m[160];
-      std::snprintf(m, sizeof m, "wg (%d,%d): waves wait at different s_barrier instructions", g.bx, g.by);
-      error("barrier-mismatch", m);
-    }
     w.state = Wave::AtBarrier;
     g.at_barrier++;
     try_release(g);
@@ -670,7 +665,8 @@ struct Machine {
       error("launch", "bad launch: params, waves or LDS over the limits", true);
       return result;
     }
-    const int resident = 1 + (int)(rng.next() % (uint64_t)(o.max_resident < 1 ? 1 : o.max_resident));
+    const int resident =
+        o.resident > 0 ? o.resident : 1 + (int)(rng.next() % (uint64_t)(o.max_resident < 1 ? 1 : o.max_resident));
     result.resident = resident;
     for (int i = 0; i < resident; ++i) slot(i, kern.cfg.threads());
 
@@ -695,6 +691,14 @@ struct Machine {
       if (ready.empty()) {
         error("deadlock", "no wave can make progress (a barrier that not every live wave reaches)", true);
         break;
+      }
+      if (o.arrival != 0) {  // only the waves of the workgroups with the lowest / highest y
+        int best = o.arrival == 1 ? 1 << 30 : -1;
+        for (Wave* w : ready) best = o.arrival == 1 ? std::min(best, w->wg->by) : std::max(best, w->wg->by);
+        size_t n = 0;
+        for (Wave* w : ready)
+          if (w->wg->by == best) ready[n++] = w;
+        ready.resize(n);
       }
       Wave* w = ready[rng.next() % ready.size()];
       step(*w);
@@ -864,6 +868,7 @@ void sk_emu_global_store_b128(void* p, const void* v) {
 void sk_emu_fence_agent(int order) {
   Lane* L = t_lane;
   if (!L) return emu::probe_simple(order == __ATOMIC_RELEASE ? "fence.release.agent" : "fence.acquire.agent", 0);
+  // (acq_rel / seq_cst fences do not occur in the prelude; they would act as both.)
   emu::WG& g = *L->wave->wg;
   if (order == __ATOMIC_RELEASE || order == __ATOMIC_ACQ_REL || order == __ATOMIC_SEQ_CST) t_machine->writeback(g);
   if (order == __ATOMIC_ACQUIRE || order == __ATOMIC_ACQ_REL || order == __ATOMIC_SEQ_CST) t_machine->invalidate(g);
@@ -873,7 +878,7 @@ uint32_t sk_emu_atomic_add_agent(uint32_t* p, uint32_t v, int order) {
   Lane* L = t_lane;
   if (!L) {
     emu::probe_simple("atomic.add.agent", order);
-    return 0;
+    return 0;  // probe mode: the first and only arriver
   }
   const emu::Region* r = t_machine->counter_region(p);
   if (!r) return 0;

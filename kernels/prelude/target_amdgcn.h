@@ -77,6 +77,19 @@ SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
 }
 SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
 SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
+// Split-K arrival. Every thread releases its own slot writes (vmcnt, and so the
+// wait in the release sequence, is per wave), the CTA barrier gathers them, one
+// agent-scope atomic counts the arrival, and in the last CTA every thread
+// acquires (buffer_inv sc1) before reading other CTAs' slots.
+SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
+  fence_release_device();
+  barrier();
+  if (tid == 0) *flag = atomic_add_device(counter, 1u) == splits - 1;
+  barrier();
+  if (!*flag) return false;
+  fence_acquire_device();
+  return true;
+}
 SK_DEVICE void store_partial(float* p, f32x4 v) { *(f32x4*)p = v; }
 
 // ---- the matrix atom ----

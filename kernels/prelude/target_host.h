@@ -13,7 +13,7 @@
 // run directly on host memory.
 //
 // Mirrors of target_amdgcn.h — the lane layouts (atom_*), the swizzle, COPY_BYTES,
-// the instruction sequence of the atom and the s_waitcnt value — are checked
+// the instruction sequences of the atom, the copy, the wait and arrive_last — are checked
 // against the real AMD header by emu/ (it compiles emu/probe/ for gfx942/gfx950
 // with clang and compares the LLVM IR with what this header does): keep them
 // textually parallel.
@@ -34,6 +34,11 @@ constexpr int COPY_BYTES = 16;   // global_load_lds_dwordx4
 constexpr int COPY_BYTES = 4;    // global_load_lds_dword
 #endif
 
+// Wave-collective hooks are `convergent`, like the AMD intrinsics they stand for:
+// the compiler may not make a call depend on more control flow than the source
+// does (the emulator requires all lanes of a wave at the same call).
+#define SK_EMU_WAVE __attribute__((convergent))
+
 extern "C" {
 // Work-item and workgroup ids of the calling lane (v_workitem_id.x, s_workgroup_id.{x,y}).
 int sk_emu_workitem_id_x();
@@ -42,14 +47,14 @@ int sk_emu_workgroup_id_y();
 // The workgroup's LDS; `bytes` is the static size the kernel declares.
 char* sk_emu_lds(int bytes);
 // s_barrier (with the workgroup-scope fences of target_amdgcn.h's barrier()).
-void sk_emu_s_barrier();
+SK_EMU_WAVE void sk_emu_s_barrier();
 // ds_read_b128: 16 bytes at an LDS address into `out` (u32x4).
-void sk_emu_ds_read_b128(const char* lds, void* out);
+SK_EMU_WAVE void sk_emu_ds_read_b128(const char* lds, void* out);
 // global_load_lds_{dword,dwordx4}: lane l copies `size` bytes from `src` to
 // lds_base + l*size (lds_base wave-uniform, as M0).
-void sk_emu_global_load_lds(const void* src, char* lds_base, int size);
+SK_EMU_WAVE void sk_emu_global_load_lds(const void* src, char* lds_base, int size);
 // s_waitcnt vmcnt(n).
-void sk_emu_s_waitcnt_vmcnt(int n);
+SK_EMU_WAVE void sk_emu_s_waitcnt_vmcnt(int n);
 // 16-byte global load / store (load_partial, store_partial, global_load16).
 void sk_emu_global_load_b128(const void* p, void* out);
 void sk_emu_global_store_b128(void* p, const void* v);
@@ -59,9 +64,9 @@ u32 sk_emu_atomic_add_agent(u32* p, u32 v, int order);
 void sk_emu_atomic_store_agent(u32* p, u32 v, int order);
 // v_mfma_f32_16x16x16_{bf16,f16} (dtype 0 = bf16, 1 = f16): per lane, `a` and `b`
 // are the 2 VGPRs of the operand, `c` and `d` the 4 accumulator VGPRs.
-void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const u32* a, const u32* b, const float* c);
+SK_EMU_WAVE void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const u32* a, const u32* b, const float* c);
 // v_mfma_f32_16x16x32_{bf16,f16} (gfx950): 4 VGPRs per operand.
-void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const u32* a, const u32* b, const float* c);
+SK_EMU_WAVE void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const u32* a, const u32* b, const float* c);
 }
 
 SK_DEVICE int thread_id() { return sk_emu_workitem_id_x(); }
@@ -111,6 +116,16 @@ SK_DEVICE f32x4 load_partial(const float* p) {
   return v;
 }
 SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v); }
+// Split-K arrival: the same sequence as target_amdgcn.h (checked by emu/).
+SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
+  fence_release_device();
+  barrier();
+  if (tid == 0) *flag = atomic_add_device(counter, 1u) == splits - 1;
+  barrier();
+  if (!*flag) return false;
+  fence_acquire_device();
+  return true;
+}
 
 // ---- the matrix atom: same layouts and instruction sequence as target_amdgcn.h ----
 SK_DEVICE void atom_a_piece(int lane, int /*j*/, int& row, int& piece) { row = lane & 15; piece = lane >> 4; }

@@ -44,7 +44,8 @@ SK_DEVICE u32x4 global_load16(const void* p) {
   return v;
 }
 
-// Asynchronous 16-B copy global -> LDS at the thread's own destination; zero-fills when !valid.
+// Asynchronous 16-B copy global -> LDS at the thread's own destination; when
+// !valid, reads nothing and zero-fills (g then points at the zero page).
 SK_DEVICE void copy_async(char* lds, char* /*group_base*/, const void* g, bool valid, const void* /*zeros*/) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                :: "r"(smem_addr(lds)), "l"(g), "r"(valid ? 16 : 0) : "memory");
@@ -65,6 +66,23 @@ SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v
 // memory model makes the releasing CTAs' writes visible to them, and, unlike
 // volatile asm, they can all be in flight at once.
 SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
+// Split-K arrival. The CTA barrier orders every thread's slot writes before
+// thread 0's device-scope release (PTX release is cumulative over what the
+// barrier made visible to it); thread 0's acquire plus the second barrier order
+// the last CTA's loads after every other CTA's release. One fence per CTA, not
+// one per thread (the pattern of CUTLASS's split-K semaphore).
+SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
+  barrier();
+  if (tid == 0) {
+    fence_release_device();
+    const u32 prev = __scoped_atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    const bool last = prev == splits - 1;
+    if (last) fence_acquire_device();
+    *flag = last;
+  }
+  barrier();
+  return *flag != 0;
+}
 SK_DEVICE void store_partial(float* p, f32x4 v) {
   asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }

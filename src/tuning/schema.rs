@@ -86,12 +86,14 @@ impl KernelConfig {
         self.waves() * t.wave
     }
     /// LDS bytes the kernel uses (SplitK::LDS_BYTES in splitk_gemm.h).
-    pub fn lds_bytes(&self) -> u32 {
+    pub fn lds_bytes(&self, t: &TargetFacts) -> u32 {
         let row = self.tile_k * 2;
         let w = if self.b_to_lds { self.tile_n * row } else { 0 };
         let pipe = self.stages * (w + self.tile_m * row);
         let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
-        pipe.max(red) + 16
+        let e4 = self.tile_m * self.tile_n / 4;
+        let combine = (self.threads(t) / e4).max(1) * e4 * 16;
+        pipe.max(red).max(combine) + 16
     }
     /// The kernel's symbol name for one element type.
     pub fn name(&self, dtype: DType) -> String {
@@ -132,7 +134,7 @@ impl KernelConfig {
         if t.amd && !self.b_to_lds {
             return err("AMD kernels stage weights through LDS");
         }
-        if self.lds_bytes() > t.lds_limit {
+        if self.lds_bytes(t) > t.lds_limit {
             return err("LDS over the arch limit");
         }
         if t.amd {

@@ -1,0 +1,481 @@
+// Self-checks of the emulator, independent of the GEMM kernels:
+//  1. each emulated matrix instruction against a direct matrix product, with the
+//     operands packed by an independent transcription of the documented layouts,
+//     and one-hot probes of every lane and register of A, B and C/D;
+//  2. that those checks fail under each deliberate breakage (Mutation);
+//  3. the host prelude (target_host.h) against the real AMD prelude
+//     (target_amdgcn.h) compiled for gfx942/gfx950 to LLVM IR (emu/probe/);
+//  4. the atom contract of the prelude (atom_* + atom_mma_k32) on the emulator.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "emu.h"
+#include "report.h"
+
+namespace emu {
+namespace {
+
+// ---- the documented layouts, transcribed again (not shared with isa.cpp) ----
+// shared/research/kernel_anchors.md §5.1: for v_mfma_f32_16x16x{16,32}, a lane
+// group g = l/16 holds k/4 consecutive k of row (A) / column (B) l%16, starting
+// at (k/4)*g; D register r of lane l is row 4*(l/16)+r, column l%16. Element j
+// sits in VGPR j/2, low half first.
+struct Doc {
+  int k;
+  int nv() const { return k / 8; }
+  int per_lane() const { return k / 4; }
+  void a(int l, int j, int& row, int& kk) const { row = l % 16, kk = per_lane() * (l / 16) + j; }
+  void b(int l, int j, int& col, int& kk) const { col = l % 16, kk = per_lane() * (l / 16) + j; }
+  void d(int l, int r, int& row, int& col) const { row = 4 * (l / 16) + r, col = l % 16; }
+};
+
+uint16_t enc(int dtype, double v) { return double_to_half(dtype, v); }
+
+void put(uint32_t* regs, int nv, int l, int j, uint16_t v) {
+  uint32_t& w = regs[l * nv + j / 2];
+  const int sh = 16 * (j % 2);
+  w = (w & ~(0xffffu << sh)) | ((uint32_t)v << sh);
+}
+
+// Packs A (16 x k), B (k x 16), C (16 x 16) by the documented layout, runs the
+// instruction, unpacks D.
+void run_packed(int k, int dtype, const double* A, const double* B, const double* C, double* D, Mutation m) {
+  Doc doc{k};
+  const int nv = doc.nv();
+  uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
+  float rc[64 * 4], rd[64 * 4];
+  for (int l = 0; l < 64; ++l)
+    for (int j = 0; j < doc.per_lane(); ++j) {
+      int row, col, kk;
+      doc.a(l, j, row, kk);
+      put(ra, nv, l, j, enc(dtype, A[row * k + kk]));
+      doc.b(l, j, col, kk);
+      put(rb, nv, l, j, enc(dtype, B[kk * 16 + col]));
+    }
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r) {
+      int row, col;
+      doc.d(l, r, row, col);
+      rc[l * 4 + r] = (float)C[row * 16 + col];
+    }
+  v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r) {
+      int row, col;
+      doc.d(l, r, row, col);
+      D[row * 16 + col] = rd[l * 4 + r];
+    }
+}
+
+// Runs one instruction on raw lane registers and compares every lane/register
+// of D with `expect(row, col)` decoded by the documented D layout.
+template <typename F>
+bool check_d(int k, const float* rd, F expect, std::string& why) {
+  Doc doc{k};
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r) {
+      int row, col;
+      doc.d(l, r, row, col);
+      const double e = expect(row, col);
+      if ((double)rd[l * 4 + r] != e) {
+        char m[160];
+        std::snprintf(m, sizeof m, "lane %d reg %d (row %d col %d): %g, expected %g", l, r, row, col, rd[l * 4 + r], e);
+        why = m;
+        return false;
+      }
+    }
+  return true;
+}
+
+const char* instr_name(int k, int dtype) {
+  if (k == 16) return dtype == 0 ? "v_mfma_f32_16x16x16_bf16" : "v_mfma_f32_16x16x16_f16";
+  return dtype == 0 ? "v_mfma_f32_16x16x32_bf16" : "v_mfma_f32_16x16x32_f16";
+}
+
+// The suite for one instruction; returns the failures (names + reasons).
+std::vector<std::pair<std::string, std::string>> isa_suite(int k, int dtype, Mutation m) {
+  std::vector<std::pair<std::string, std::string>> fails;
+  Doc doc{k};
+  const int nv = doc.nv();
+  std::mt19937_64 rng(1234 + k + dtype);
+  // 1. random products (small dyadic values: every product and sum is exact)
+  {
+    std::uniform_int_distribution<int> q(-8, 8);
+    std::string why;
+    for (int trial = 0; trial < 8 && why.empty(); ++trial) {
+      std::vector<double> A(16 * k), B(k * 16), C(256), D(256);
+      for (auto& v : A) v = q(rng) / 4.0;
+      for (auto& v : B) v = q(rng) / 8.0;
+      for (auto& v : C) v = q(rng) / 2.0;
+      run_packed(k, dtype, A.data(), B.data(), C.data(), D.data(), m);
+      for (int i = 0; i < 16 && why.empty(); ++i)
+        for (int n = 0; n < 16; ++n) {
+          double s = C[i * 16 + n];
+          for (int kk = 0; kk < k; ++kk) s += A[i * k + kk] * B[kk * 16 + n];
+          if (s != D[i * 16 + n]) {
+            char msg[120];
+            std::snprintf(msg, sizeof msg, "trial %d D[%d][%d] = %g, direct product %g", trial, i, n, D[i * 16 + n], s);
+            why = msg;
+            break;
+          }
+        }
+    }
+    if (!why.empty()) fails.emplace_back("random products", why);
+  }
+  const uint16_t one = enc(dtype, 1.0);
+  // 2. one-hot A: every lane, VGPR and half; B[kk][col] = kk + 1 identifies k.
+  {
+    std::string why;
+    for (int l = 0; l < 64 && why.empty(); ++l)
+      for (int j = 0; j < doc.per_lane() && why.empty(); ++j) {
+        uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
+        float rc[64 * 4] = {0}, rd[64 * 4];
+        put(ra, nv, l, j, one);
+        for (int lb = 0; lb < 64; ++lb)
+          for (int jb = 0; jb < doc.per_lane(); ++jb) {
+            int col, kk;
+            doc.b(lb, jb, col, kk);
+            put(rb, nv, lb, jb, enc(dtype, kk + 1));
+          }
+        v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
+        int row0, k0;
+        doc.a(l, j, row0, k0);
+        std::string w;
+        if (!check_d(k, rd, [&](int row, int) { return row == row0 ? k0 + 1.0 : 0.0; }, w)) {
+          char msg[240];
+          std::snprintf(msg, sizeof msg, "A lane %d VGPR %d half %d (row %d, k %d): %s", l, j / 2, j % 2, row0, k0,
+                        w.c_str());
+          why = msg;
+        }
+      }
+    if (!why.empty()) fails.emplace_back("one-hot A", why);
+  }
+  // 3. one-hot B: A[row][kk] = kk + 1.
+  {
+    std::string why;
+    for (int l = 0; l < 64 && why.empty(); ++l)
+      for (int j = 0; j < doc.per_lane() && why.empty(); ++j) {
+        uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
+        float rc[64 * 4] = {0}, rd[64 * 4];
+        put(rb, nv, l, j, one);
+        for (int la = 0; la < 64; ++la)
+          for (int ja = 0; ja < doc.per_lane(); ++ja) {
+            int row, kk;
+            doc.a(la, ja, row, kk);
+            put(ra, nv, la, ja, enc(dtype, kk + 1));
+          }
+        v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
+        int col0, k0;
+        doc.b(l, j, col0, k0);
+        std::string w;
+        if (!check_d(k, rd, [&](int, int col) { return col == col0 ? k0 + 1.0 : 0.0; }, w)) {
+          char msg[240];
+          std::snprintf(msg, sizeof msg, "B lane %d VGPR %d half %d (col %d, k %d): %s", l, j / 2, j % 2, col0, k0,
+                        w.c_str());
+          why = msg;
+        }
+      }
+    if (!why.empty()) fails.emplace_back("one-hot B", why);
+  }
+  // 4. one-hot C, A = B = 0: D is C, register for register.
+  {
+    std::string why;
+    for (int l = 0; l < 64 && why.empty(); ++l)
+      for (int r = 0; r < 4 && why.empty(); ++r) {
+        uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
+        float rc[64 * 4] = {0}, rd[64 * 4];
+        rc[l * 4 + r] = 1.f;
+        v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
+        for (int i = 0; i < 256; ++i)
+          if (rd[i] != (i == l * 4 + r ? 1.f : 0.f)) {
+            char msg[120];
+            std::snprintf(msg, sizeof msg, "C lane %d reg %d reaches D lane %d reg %d", l, r, i / 4, i % 4);
+            why = msg;
+            break;
+          }
+      }
+    if (!why.empty()) fails.emplace_back("one-hot C", why);
+  }
+  // 5. D layout: A[row][0] = row + 1, B[0][col] = col + 1, all else 0.
+  {
+    uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
+    float rc[64 * 4] = {0}, rd[64 * 4];
+    for (int l = 0; l < 64; ++l)
+      for (int j = 0; j < doc.per_lane(); ++j) {
+        int row, col, kk;
+        doc.a(l, j, row, kk);
+        if (kk == 0) put(ra, nv, l, j, enc(dtype, row + 1));
+        doc.b(l, j, col, kk);
+        if (kk == 0) put(rb, nv, l, j, enc(dtype, col + 1));
+      }
+    v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
+    std::string w;
+    if (!check_d(k, rd, [](int row, int col) { return (row + 1.0) * (col + 1.0); }, w)) fails.emplace_back("D layout", w);
+  }
+  return fails;
+}
+
+}  // namespace
+
+void run_isa_selftests(Report& rep) {
+  for (int k : {16, 32})
+    for (int dt : {0, 1}) {
+      auto fails = isa_suite(k, dt, Mutation::None);
+      const char* parts[] = {"random products", "one-hot A", "one-hot B", "one-hot C", "D layout"};
+      for (const char* p : parts) {
+        std::string why;
+        for (auto& f : fails)
+          if (f.first == p) why = f.second;
+        rep.result(why.empty(), std::string("isa ") + instr_name(k, dt) + ": " + p, why);
+      }
+      for (Mutation m : ALL_MUTATIONS) {
+        auto mf = isa_suite(k, dt, m);
+        std::string caught;
+        for (auto& f : mf) caught += (caught.empty() ? "" : ", ") + f.first;
+        rep.result(!mf.empty(), std::string("isa ") + instr_name(k, dt) + ": self-test detects mutation " +
+                                    mutation_name(m),
+                   mf.empty() ? "NOT detected" : "detected by " + caught);
+      }
+    }
+}
+
+// ---- LLVM IR of the AMD probes ----
+namespace {
+
+struct IrFunction {
+  bool found = false;
+  bool has_ret = false;
+  uint32_t ret = 0;
+  std::vector<ProbeEvent> events;
+};
+
+std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == '>' || c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      out.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (!cur.empty()) out.push_back(cur);
+  for (auto& a : out) {
+    size_t b = a.find_first_not_of(' ');
+    a = b == std::string::npos ? "" : a.substr(b);
+  }
+  return out;
+}
+
+// "<4 x i16> <i16 1, i16 2, ...>" -> {1, 2, ...}; 16-bit patterns.
+std::vector<int> vector_elems(const std::string& arg) {
+  std::vector<int> v;
+  size_t p = arg.find('>');
+  if (p == std::string::npos) return v;
+  size_t o = arg.find('<', p);
+  size_t c = arg.rfind('>');
+  if (o == std::string::npos || c == std::string::npos || c <= o) return v;
+  for (auto& e : split_args(arg.substr(o + 1, c - o - 1))) {
+    size_t sp = e.rfind(' ');
+    std::string t = sp == std::string::npos ? e : e.substr(sp + 1);
+    long x;
+    if (t.size() > 3 && t[0] == '0' && t[1] == 'x' && (t[2] == 'H' || t[2] == 'R'))
+      x = std::strtol(t.c_str() + 3, nullptr, 16);
+    else
+      x = std::strtol(t.c_str(), nullptr, 10);
+    v.push_back((int)(x & 0xffff));
+  }
+  return v;
+}
+
+std::string call_args(const std::string& line, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < line.size(); ++i) {
+    if (line[i] == '(') ++depth;
+    if (line[i] == ')' && --depth == 0) return line.substr(open + 1, i - open - 1);
+  }
+  return "";
+}
+
+IrFunction parse_ir_function(const std::string& ir, const std::string& name) {
+  IrFunction f;
+  size_t pos = ir.find("@" + name + "(");
+  while (pos != std::string::npos) {
+    size_t ls = ir.rfind('\n', pos);
+    ls = ls == std::string::npos ? 0 : ls + 1;
+    if (ir.compare(ls, 7, "define ") == 0) break;
+    pos = ir.find("@" + name + "(", pos + 1);
+  }
+  if (pos == std::string::npos) return f;
+  f.found = true;
+  size_t end = ir.find("\n}", pos);
+  std::istringstream body(ir.substr(pos, end - pos));
+  std::string line;
+  std::map<std::string, int> results;
+  while (std::getline(body, line)) {
+    size_t r = line.find("ret i32 ");
+    if (r != std::string::npos) {
+      f.has_ret = true;
+      f.ret = (uint32_t)std::strtoll(line.c_str() + r + 8, nullptr, 10);
+    }
+    {
+      // Agent-scope fences and atomics (workgroup-scope fences belong to barrier()).
+      static const std::pair<const char*, int> orders[] = {
+          {" monotonic", __ATOMIC_RELAXED}, {" acquire", __ATOMIC_ACQUIRE}, {" release", __ATOMIC_RELEASE},
+          {" acq_rel", __ATOMIC_ACQ_REL},   {" seq_cst", __ATOMIC_SEQ_CST}};
+      const bool agent = line.find("syncscope(\"agent\")") != std::string::npos;
+      const bool fence = line.find(" fence ") != std::string::npos || line.rfind("fence ", 0) == 0 ||
+                         line.find("  fence") == 0;
+      const bool rmw = line.find("atomicrmw add ") != std::string::npos;
+      const bool st = line.find("store atomic ") != std::string::npos;
+      if ((fence || rmw || st) && line.find("syncscope(\"workgroup\")") == std::string::npos) {
+        int order = -1;
+        for (auto& o : orders)
+          if (line.find(o.first) != std::string::npos) order = o.second;
+        ProbeEvent e;
+        if (fence) e.instr = std::string("fence.") + (order == __ATOMIC_RELEASE ? "release" : "acquire") + ".agent";
+        else if (rmw) e.instr = "atomic.add.agent";
+        else e.instr = "atomic.store.agent";
+        if (!agent) e.instr += "(not agent scope)";
+        e.imm = fence ? 0 : order;
+        f.events.push_back(e);
+        continue;
+      }
+    }
+    size_t at = line.find("@llvm.amdgcn.");
+    if (at == std::string::npos) continue;
+    size_t open = line.find('(', at);
+    std::string instr = line.substr(at + 13, open - at - 13);
+    std::vector<std::string> args = split_args(call_args(line, open));
+    ProbeEvent e;
+    if (instr.rfind("mfma.", 0) == 0 && args.size() >= 3) {
+      e.instr = instr;
+      e.a = vector_elems(args[0]);
+      e.b = vector_elems(args[1]);
+      size_t pc = args[2].find('%');
+      e.c_from = pc == std::string::npos ? -1 : (results.count(args[2].substr(pc)) ? results[args[2].substr(pc)] : -2);
+      for (size_t i = 3; i < args.size(); ++i)
+        if (args[i] != "i32 0") e.imm = -1;  // cbsz / abid / blgp must be 0
+    } else if (instr == "global.load.lds" && args.size() >= 3) {
+      e.instr = instr;
+      e.imm = std::atoi(args[2].c_str() + 4);  // "i32 N"
+    } else if (instr == "s.waitcnt" && !args.empty()) {
+      const int imm = std::atoi(args[0].c_str() + 4);
+      e.instr = "s.waitcnt.vmcnt";
+      e.imm = (imm & 15) | (((imm >> 14) & 3) << 4);  // gfx9 vmcnt: bits [3:0] and [15:14]
+    } else if (instr == "s.barrier") {
+      e.instr = instr;
+    } else {
+      continue;
+    }
+    size_t eq = line.find(" = ");
+    size_t pct = line.find('%');
+    if (eq != std::string::npos && pct != std::string::npos && pct < eq)
+      results[line.substr(pct, eq - pct)] = (int)f.events.size();
+    f.events.push_back(e);
+  }
+  return f;
+}
+
+std::string describe(const std::vector<ProbeEvent>& ev) {
+  std::string s;
+  for (auto& e : ev) {
+    s += "[" + e.instr;
+    if (!e.a.empty()) {
+      s += " a=";
+      for (int x : e.a) s += std::to_string(x) + ",";
+      s += " b=";
+      for (int x : e.b) s += std::to_string(x) + ",";
+      s += " c<-" + std::to_string(e.c_from);
+    }
+    s += " imm=" + std::to_string(e.imm) + "] ";
+  }
+  return s;
+}
+
+bool same(const ProbeEvent& x, const ProbeEvent& y) {
+  return x.instr == y.instr && x.a == y.a && x.b == y.b && x.c_from == y.c_from && x.imm == y.imm;
+}
+
+}  // namespace
+
+void run_probe_parity(Report& rep) {
+  for (const ArchTable& t : registry()) {
+    if (!t.variant.empty()) continue;
+    const std::string arch = arch_info(t.arch).name;
+    const std::string path = std::string(SKEMU_BINARY_DIR) + "/probe_" + arch + ".ll";
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string ir = ss.str();
+    if (ir.empty()) {
+      rep.result(false, "prelude parity " + arch, "cannot read " + path);
+      continue;
+    }
+    for (const ProbeFn& p : t.probe_fns) {
+      IrFunction f = parse_ir_function(ir, p.name);
+      const uint32_t host = p.fn();
+      char m[160];
+      std::snprintf(m, sizeof m, "target_amdgcn.h gives %u, target_host.h %u", f.ret, host);
+      rep.result(f.found && f.has_ret && f.ret == host, "prelude parity " + arch + ": " + p.name,
+                 !f.found ? "probe missing from the IR" : !f.has_ret ? "IR did not fold to a constant" : m);
+    }
+    for (const ProbeKernel& p : t.probe_kernels) {
+      IrFunction f = parse_ir_function(ir, p.name);
+      probe_log().clear();
+      p.fn();
+      std::vector<ProbeEvent> host = probe_log();
+      probe_log().clear();
+      std::vector<ProbeEvent> h2 = host;
+      bool ok = f.found && !f.events.empty() && f.events.size() == h2.size();
+      for (size_t i = 0; ok && i < h2.size(); ++i) ok = same(f.events[i], h2[i]);
+      rep.result(ok, "prelude parity " + arch + ": " + p.name,
+                 ok ? describe(h2) : "amdgcn " + describe(f.events) + " | host " + describe(h2));
+    }
+  }
+}
+
+void run_atom_contract(Report& rep) {
+  for (const ArchTable& t : registry()) {
+    if (!t.variant.empty()) continue;
+    for (int dt : {0, 1}) {
+      const int steps = 3, K = 32 * steps;
+      std::mt19937_64 rng(99 + dt);
+      std::uniform_real_distribution<double> u(-1, 1);
+      std::vector<uint16_t> A(16 * K), B(16 * K);
+      for (auto& v : A) v = double_to_half(dt, u(rng));
+      for (auto& v : B) v = double_to_half(dt, u(rng));
+      std::vector<float> D(256, NAN);
+      AtomParams p{A.data(), B.data(), D.data(), steps};
+      std::vector<Region> regions = {{Region::ReadOnly, A.data(), A.size() * 2, "A"},
+                                     {Region::ReadOnly, B.data(), B.size() * 2, "B"}};
+      KernelInfo ki{t.arch, dt, Config{16, 16, 64, 2, 1, 1, 1, true}, "atom", "", t.atom_kernel[dt], 0, 0};
+      LaunchResult r = launch(ki, &p, sizeof p, 1, 1, regions, LaunchOptions{});
+      double err = 0, ref2 = 0;
+      for (int i = 0; i < 16; ++i)
+        for (int n = 0; n < 16; ++n) {
+          double s = 0;
+          for (int kk = 0; kk < K; ++kk) s += half_to_double(dt, A[i * K + kk]) * half_to_double(dt, B[n * K + kk]);
+          err += (D[i * 16 + n] - s) * (D[i * 16 + n] - s);
+          ref2 += s * s;
+        }
+      const double rel = std::sqrt(err / ref2);
+      char m[120];
+      std::snprintf(m, sizeof m, "relative error %.2e over %d k%s", rel, K,
+                    r.ok() ? "" : (" " + r.errors[0]).c_str());
+      rep.result(r.ok() && rel < 1e-6, std::string("atom contract ") + arch_info(t.arch).name + " " +
+                                           (dt ? "f16" : "bf16") + " (atom_*_piece, atom_mma_k32, atom_acc_coord)",
+                 m);
+    }
+  }
+}
+
+}  // namespace emu
