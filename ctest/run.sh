@@ -27,3 +27,5 @@ cmake -S "$root/ctest" -B "$build" -DCMAKE_BUILD_TYPE=Debug \
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)"
 cd "$build"
 ctest --output-on-failure
+# Host-overhead benchmark (informational).
+SKINNYLT_REAL_LIB="$build/stub-full/libhipblaslt.so.1" "$build/overhead" "$build/stub-full/libhipblaslt.so.1"

@@ -28,11 +28,12 @@ if [ -z "$cxx" ] && command -v clang++ >/dev/null 2>&1; then cxx=clang++; fi
 [ -n "$cxx" ] || fail "no clang++ found (apt-get install clang-22, or set SKEMU_CXX)"
 command -v cmake >/dev/null 2>&1 || fail "cmake not found"
 
-cmake -S "$root/emu" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; fail "cmake configure failed"; }
-grep '^-- emu:' "$build.configure.log" || true
-cmake --build "$build" -j "$jobs" >"$build.build.log" 2>&1 ||
-  { tail -n 60 "$build.build.log" >&2; fail "build failed (log: $build.build.log)"; }
+mkdir -p "$build" || fail "cannot create $build"
+cmake -S "$root/emu" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; fail "cmake configure failed"; }
+grep '^-- emu:' "$build/configure.log" || true
+cmake --build "$build" -j "$jobs" >"$build/build.log" 2>&1 ||
+  { tail -n 60 "$build/build.log" >&2; fail "build failed (log: $build/build.log)"; }
 
 log="$build/last-run.log"
 "$build/skemu" -j "$jobs" "$@" 2>&1 | tee "$log"

@@ -198,7 +198,7 @@ fn versioned_102_is_act_arg(v: i32) -> bool {
 /// Checks every matmul-descriptor attribute that was set.
 fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Result<(), Reason> {
     use desc_attr::*;
-    for (&attr, &v) in &desc.attrs {
+    for (attr, v) in desc.attrs.iter() {
         match attr {
             // Read by name below.
             TRANSA | TRANSB | EPILOGUE | BIAS_POINTER | BIAS_DATA_TYPE | POINTER_MODE => {}
@@ -252,7 +252,7 @@ fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Resu
 /// Checks a layout's extra attributes: one column-major matrix, no offsets.
 fn check_layout_attrs(l: &LayoutState) -> Result<(), Reason> {
     use layout_attr::*;
-    for (&attr, &v) in &l.attrs {
+    for (attr, v) in l.attrs.iter() {
         match attr {
             BATCH_COUNT => {
                 if v as u32 as i32 != 1 {
@@ -666,7 +666,7 @@ mod tests {
             wa in 0u64..4, xa in 0u64..4,
         ) {
             let mut l = linear(m, n, k, dtype, bias);
-            for (a, v) in extra { l.desc.attrs.entry(a).or_insert(v); }
+            for (a, v) in extra.iter() { if l.desc.attrs.get(&a).is_none() { l.desc.attrs.insert(a, v); } }
             l.a.ld += lda_pad; l.b.ld += ldb_pad; l.d.ld += ldd_pad;
             l.ptrs.a += wa * 8; l.ptrs.b += xa * 8;
             if let Ok(p) = l.route() {

@@ -13,8 +13,40 @@ use rustc_hash::FxHashMap;
 
 use crate::abi::{self, desc_attr, layout_attr};
 
-/// Attribute values as hipBLASLt copies them: up to 8 bytes, zero-extended.
-pub type RawAttrs = FxHashMap<i32, u64>;
+/// Attribute values as hipBLASLt copies them: up to 8 bytes, zero-extended, in the
+/// order first set. A descriptor holds a handful, and routing walks them all on
+/// every `hipblasLtMatmul`: a short vector beats a hash map for both.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawAttrs(Vec<(i32, u64)>);
+
+impl RawAttrs {
+    pub fn get(&self, attr: &i32) -> Option<&u64> {
+        self.0.iter().find(|(a, _)| a == attr).map(|(_, v)| v)
+    }
+    /// Sets `attr` (replacing an earlier value).
+    pub fn insert(&mut self, attr: i32, value: u64) {
+        match self.0.iter_mut().find(|(a, _)| *a == attr) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((attr, value)),
+        }
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
+        self.0.iter().copied()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<(i32, u64)> for RawAttrs {
+    fn from_iter<I: IntoIterator<Item = (i32, u64)>>(iter: I) -> Self {
+        let mut a = RawAttrs::default();
+        for (k, v) in iter {
+            a.insert(k, v);
+        }
+        a
+    }
+}
 
 /// Reads the payload of an attribute the way hipBLASLt does: `sizeof(field)` bytes.
 ///

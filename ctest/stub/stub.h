@@ -83,6 +83,8 @@ const struct stub_call *stub_last_call(const char *name);
 int stub_calls_to(const char *name);
 /* Forgets every call and resets every programmed status to 0. */
 void stub_reset(void);
+/* Non-zero: the call log wraps around instead of aborting when full (benchmarks). */
+void stub_set_ring(int on);
 /* Makes `name` return `status` from now on; -1 for an unknown name. */
 int stub_set_status(const char *name, int status);
 

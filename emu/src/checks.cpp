@@ -5,7 +5,8 @@
 //  2. that those checks fail under each deliberate breakage (Mutation);
 //  3. the host prelude (target_host.h) against the real AMD prelude
 //     (target_amdgcn.h) compiled for gfx942/gfx950 to LLVM IR (emu/probe/);
-//  4. the atom contract of the prelude (atom_* + atom_mma_k32) on the emulator.
+//  4. the atom contract of the prelude (atom_* + atom_mma_k32) on the emulator;
+//  5. the LDS bank model on known patterns (so that "conflict-free" means something).
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -440,6 +441,42 @@ void run_probe_parity(Report& rep) {
       rep.result(ok, "prelude parity " + arch + ": " + p.name,
                  ok ? describe(h2) : "amdgcn " + describe(f.events) + " | host " + describe(h2));
     }
+  }
+}
+
+void run_bank_selftests(Report& rep) {
+  struct T {
+    const char* what;
+    int banks, bytes;
+    uint32_t (*addr)(int lane);
+    uint64_t expect_cycles;
+  };
+  // Expected cycles from seed 002's rules: gfx942 serves 8 lanes of a 16-byte read
+  // per cycle over 32 banks, gfx950 16 lanes over 64 banks.
+  static const T tests[] = {
+      {"gfx942 ds_read_b128, 64 lanes contiguous", 32, 16, [](int l) { return (uint32_t)l * 16; }, 8},
+      {"gfx942 ds_read_b128, all lanes one address (broadcast)", 32, 16, [](int) { return 256u; }, 8},
+      {"gfx942 ds_read_b128, row stride 128 B, no swizzle (8-way)", 32, 16, [](int l) { return (uint32_t)l * 128; }, 64},
+      {"gfx942 ds_read_b128, row stride 128 B, target_swizzle<128>", 32, 16,
+       [](int l) { return (uint32_t)(l * 128 + 16 * ((((l & 1) << 2) | ((l >> 1) & 3)))); }, 8},
+      {"gfx942 global_load_lds dword, 64 lanes", 32, 4, [](int l) { return (uint32_t)l * 4; }, 2},
+      {"gfx950 ds_read_b128, 64 lanes contiguous", 64, 16, [](int l) { return (uint32_t)l * 16; }, 4},
+      {"gfx950 ds_read_b128, row stride 128 B, no swizzle (8-way)", 64, 16, [](int l) { return (uint32_t)l * 128; }, 32},
+      {"gfx950 ds_read_b128, row stride 256 B, no swizzle (16-way)", 64, 16, [](int l) { return (uint32_t)l * 256; }, 64},
+      {"gfx950 ds_read_b128, row stride 128 B, target_swizzle<128>", 64, 16,
+       [](int l) { return (uint32_t)(l * 128 + 16 * ((l >> 1) & 7)); }, 4},
+      {"gfx950 ds_read_b128, row stride 256 B, target_swizzle<256>", 64, 16,
+       [](int l) { return (uint32_t)(l * 256 + 16 * (l & 15)); }, 4},
+      {"gfx950 global_load_lds dwordx4, 64 lanes", 64, 16, [](int l) { return (uint32_t)l * 16; }, 4},
+  };
+  for (const T& t : tests) {
+    uint32_t a[64];
+    for (int l = 0; l < 64; ++l) a[l] = t.addr(l);
+    BankStats b = lds_bank_cycles(a, ~0ull, t.bytes, t.banks);
+    char m[80];
+    std::snprintf(m, sizeof m, "%llu cycles, expected %llu", (unsigned long long)b.cycles,
+                  (unsigned long long)t.expect_cycles);
+    rep.result(b.cycles == t.expect_cycles, std::string("bank model: ") + t.what, m);
   }
 }
 

@@ -371,13 +371,15 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
   // 1. the emulator's own instructions, its prelude against the AMD one, the atom
-  std::printf("== self-checks: emulated instructions, prelude parity with target_amdgcn.h, atom contract\n");
+  std::printf("== self-checks: emulated instructions, prelude parity with target_amdgcn.h, atom contract, bank model\n");
   t_job = "isa self-tests";
   run_isa_selftests(rep);
   t_job = "prelude parity";
   run_probe_parity(rep);
   t_job = "atom contract";
   run_atom_contract(rep);
+  t_job = "bank model";
+  run_bank_selftests(rep);
 
   // 2. every kernel of every AMD arch, every case
   struct Job {

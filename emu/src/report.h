@@ -24,5 +24,6 @@ struct Report {
 void run_isa_selftests(Report& rep);
 void run_probe_parity(Report& rep);
 void run_atom_contract(Report& rep);
+void run_bank_selftests(Report& rep);
 
 }  // namespace emu
