@@ -10,4 +10,4 @@ if [ -z "${SKINNYLT_CUBLASLT:-}" ]; then
 fi
 BIN=${SKINNYLT_BIN:-target/release/skinnylt}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/bench-device.txt"
-"$BIN" bench --json "$OUT/bench.json" --svg "$OUT/heatmap.svg" "$@" 2>&1 | tee "$OUT/bench.txt"
+"$BIN" bench --json "$OUT/bench.json" --svg "$OUT/heatmap.svg" --curves "$OUT/curves.svg" "$@" 2>&1 | tee "$OUT/bench.txt"

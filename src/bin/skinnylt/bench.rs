@@ -41,6 +41,9 @@ pub struct Args {
     /// Write the speedup heatmap (SVG) here.
     #[arg(long)]
     pub svg: Option<String>,
+    /// Write latency-vs-M curves (SVG) here.
+    #[arg(long)]
+    pub curves: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -239,6 +242,9 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
     if let Some(path) = &a.svg {
         std::fs::write(path, heatmap(&rows, &dev.info.name)).map_err(|e| e.to_string())?;
     }
+    if let Some(path) = &a.curves {
+        std::fs::write(path, curves(&rows, &dev.info.name)).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
@@ -247,7 +253,7 @@ pub fn geomean(v: impl Iterator<Item = f64>) -> f64 {
     (s / n.max(1) as f64).exp()
 }
 
-fn summary(rows: &[Row]) {
+pub fn summary(rows: &[Row]) {
     let mut groups: Vec<&str> = rows.iter().map(|r| r.shape.group).collect();
     groups.dedup();
     for g in groups.into_iter().chain(std::iter::once("all")) {
@@ -339,7 +345,7 @@ pub fn heatmap(rows: &[Row], device: &str) -> String {
         y0 += ch * ms.len() as f64 + 80.0;
     }
     format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='22' font-size='16'>skinnylt vs cuBLASLt (best of top-8) on {device}: speedup per shape, cell text = skinnylt / vendor latency (graph replay, cold weights)</text>{body}</svg>\n",
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='20' font-size='16'>skinnylt vs cuBLASLt (best of its top-8) on {device}: speedup per shape</text><text x='10' y='38' font-size='12'>cell text: skinnylt / vendor µs (graph replay, cold weights); fwd = forwarded to the vendor by the tuning table</text>{body}</svg>\n",
         y0 - 40.0
     )
 }
@@ -354,4 +360,102 @@ fn color(speedup: f64) -> String {
         (255.0, 255.0 + 155.0 * t, 255.0 + 155.0 * t)
     };
     format!("rgb({},{},{})", r as u8, g as u8, b as u8)
+}
+
+/// Latency against M, one small panel per (N, K, bias): skinnylt and the vendor,
+/// log2 M across, µs up (each panel scaled to its own range).
+pub fn curves(rows: &[Row], device: &str) -> String {
+    let mut keys: Vec<(&str, u32, u32, bool)> = rows.iter().map(|r| (r.shape.group, r.shape.n, r.shape.k, r.shape.bias)).collect();
+    keys.dedup();
+    let (pw, ph, cols) = (260.0, 170.0, 4usize);
+    let rows_n = keys.len().div_ceil(cols);
+    let mut body = String::new();
+    for (i, key) in keys.iter().enumerate() {
+        let (x0, y0) = (20.0 + (i % cols) as f64 * (pw + 30.0), 50.0 + (i / cols) as f64 * (ph + 50.0));
+        let rs: Vec<&Row> = rows.iter().filter(|r| (r.shape.group, r.shape.n, r.shape.k, r.shape.bias) == *key).collect();
+        let (mmin, mmax) = (rs.iter().map(|r| r.shape.m).min().unwrap_or(1) as f64, rs.iter().map(|r| r.shape.m).max().unwrap_or(2) as f64);
+        let hi = rs.iter().map(|r| r.ours_us.max(r.vendor_us)).fold(0.0, f64::max);
+        let lo = rs.iter().map(|r| r.ours_us.min(r.vendor_us)).fold(f64::INFINITY, f64::min);
+        // Each panel zooms on its own range, so small differences stay visible.
+        let (tmin, tmax) = (lo * 0.9, hi * 1.05);
+        let x = |m: u32| x0 + 30.0 + (pw - 40.0) * if mmax > mmin { ((m as f64).log2() - mmin.log2()) / (mmax.log2() - mmin.log2()) } else { 0.5 };
+        let y = |t: f64| y0 + ph - 20.0 - (ph - 30.0) * (t - tmin) / (tmax - tmin).max(1e-9);
+        let _ = write!(body, "<rect x='{x0}' y='{y0}' width='{pw}' height='{ph}' fill='none' stroke='#ccc'/><text x='{}' y='{}' font-size='11'>{} N={} K={}{} ({:.1}–{:.1} µs)</text>", x0 + 4.0, y0 - 6.0, key.0, key.1, key.2, if key.3 { " +bias" } else { "" }, lo, hi);
+        for (series, color) in [(0, "#1a7f37"), (1, "#cf222e")] {
+            let pts: Vec<String> = rs.iter().map(|r| format!("{:.1},{:.1}", x(r.shape.m), y(if series == 0 { r.ours_us } else { r.vendor_us }))).collect();
+            let _ = write!(body, "<polyline points='{}' fill='none' stroke='{color}' stroke-width='2'/>", pts.join(" "));
+        }
+        for r in &rs {
+            let _ = write!(body, "<text x='{:.1}' y='{}' font-size='9' text-anchor='middle'>{}</text>", x(r.shape.m), y0 + ph - 6.0, r.shape.m);
+        }
+    }
+    format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='22' font-size='15'>Latency vs M on {device}: <tspan fill='#1a7f37'>skinnylt</tspan> and <tspan fill='#cf222e'>cuBLASLt (best of top-8)</tspan>; forwarded shapes show the vendor's time</text>{body}</svg>\n",
+        40.0 + cols as f64 * (pw + 30.0),
+        70.0 + rows_n as f64 * (ph + 50.0)
+    )
+}
+
+/// Reads rows back from `bench --json` output.
+pub fn rows_from_json(text: &str) -> Result<(String, Vec<Row>), String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let device = v["device"].as_str().unwrap_or("?").to_owned();
+    let group = |g: &str| -> &'static str {
+        match g {
+            "G1" => "G1",
+            "G2" => "G2",
+            "G3" => "G3",
+            _ => "extra",
+        }
+    };
+    let rows = v["rows"]
+        .as_array()
+        .ok_or("no rows")?
+        .iter()
+        .map(|r| Row {
+            shape: Shape {
+                group: group(r["group"].as_str().unwrap_or("")),
+                m: r["m"].as_u64().unwrap_or(0) as u32,
+                n: r["n"].as_u64().unwrap_or(0) as u32,
+                k: r["k"].as_u64().unwrap_or(0) as u32,
+                bias: r["bias"].as_bool().unwrap_or(false),
+            },
+            ours_us: r["ours_us"].as_f64().unwrap_or(f64::NAN),
+            vendor_us: r["vendor_us"].as_f64().unwrap_or(f64::NAN),
+            floor_us: r["floor_us"].as_f64().unwrap_or(f64::NAN),
+            forwarded: r["forwarded"].as_bool().unwrap_or(false),
+        })
+        .collect();
+    Ok((device, rows))
+}
+
+#[derive(clap::Args)]
+pub struct PlotArgs {
+    /// A `skinnylt bench --json` file.
+    pub json: String,
+    #[arg(long)]
+    pub heatmap: Option<String>,
+    #[arg(long)]
+    pub curves: Option<String>,
+}
+
+/// `skinnylt plot`: redraws the pictures of a saved benchmark (no GPU needed).
+pub fn plot(a: &PlotArgs) -> i32 {
+    let r = std::fs::read_to_string(&a.json).map_err(|e| e.to_string()).and_then(|t| rows_from_json(&t)).and_then(|(device, rows)| {
+        summary(&rows);
+        if let Some(p) = &a.heatmap {
+            std::fs::write(p, heatmap(&rows, &device)).map_err(|e| e.to_string())?;
+        }
+        if let Some(p) = &a.curves {
+            std::fs::write(p, curves(&rows, &device)).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("plot failed: {e}");
+            1
+        }
+    }
 }

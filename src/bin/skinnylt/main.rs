@@ -41,6 +41,8 @@ enum Cmd {
     Bench(bench::Args),
     /// Measure every kernel config per shape and write tuning/<arch>.json (needs a GPU).
     Tune(tune::Args),
+    /// Redraw the heatmap and latency curves of a saved `bench --json` file.
+    Plot(bench::PlotArgs),
 }
 
 fn main() {
@@ -52,6 +54,7 @@ fn main() {
         Cmd::Audit => audit(),
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Tune(a) => tune::run(&a),
+        Cmd::Plot(a) => bench::plot(&a),
     };
     std::process::exit(code);
 }
