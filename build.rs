@@ -80,8 +80,8 @@ fn main() {
         ));
         for (d, c) in set {
             generated.push_str(&format!(
-                "    KernelEntry {{ name: {:?}, dtype: DType::{:?}, config: KernelConfig {{ family: Family::Splitk, tile_m: {}, tile_n: {}, tile_k: {}, stages: {}, warps: {:?}, b_to_lds: {} }} }},\n",
-                c.name(*d), d, c.tile_m, c.tile_n, c.tile_k, c.stages, c.warps, c.b_to_lds
+                "    KernelEntry {{ name: {:?}, dtype: DType::{:?}, config: KernelConfig {{ family: Family::Splitk, tile_m: {}, tile_n: {}, tile_k: {}, stages: {}, warps: {:?}, b_to_lds: {}, cluster: {} }} }},\n",
+                c.name(*d), d, c.tile_m, c.tile_n, c.tile_k, c.stages, c.warps, c.b_to_lds, c.cluster
             ));
         }
         generated.push_str("  ] },\n");
@@ -135,7 +135,7 @@ fn compile(clang: &str, out: &Path, arch: &str, set: &[(schema::DType, schema::K
     for (d, c) in set {
         let [wm, wn, wk] = c.warps;
         src.push_str(&format!(
-            "SK_SPLITK_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {})\n",
+            "SK_SPLITK_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})\n",
             c.name(*d),
             d.device_type(),
             c.tile_m,
@@ -145,7 +145,8 @@ fn compile(clang: &str, out: &Path, arch: &str, set: &[(schema::DType, schema::K
             wm,
             wn,
             wk,
-            c.b_to_lds
+            c.b_to_lds,
+            c.cluster
         ));
     }
     let cpp = out.join(format!("instances_{arch}.cpp"));

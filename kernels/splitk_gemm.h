@@ -37,17 +37,39 @@ struct GemmParams {
   i32 split_k;
 };
 
-template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WM, int WN, int WK, bool B_TO_LDS>
+// The matrix atom the pipeline is written against: ROWS weight rows x TOKS tokens x
+// K k per step. Each lane feeds it W_PIECES weight pieces and X_PIECES token pieces
+// (16-byte runs of 8 consecutive k, numbered within the step), accumulates ACC
+// physical values and yields 4 outputs after collapse() (out_coord says where they
+// go). Family A's atom is the prelude's atom_*; the VDMFMA family's is in
+// vdmfma_gemm.h.
+struct DenseAtom {
+  static constexpr int ROWS = 16, TOKS = ATOM_TOKS, K = 32, W_PIECES = ATOM_A_PIECES, X_PIECES = 1, ACC = 4;
+  static SK_DEVICE void w_piece(int lane, int j, int& row, int& piece) { atom_a_piece(lane, j, row, piece); }
+  static SK_DEVICE void x_piece(int lane, int /*j*/, int& tok, int& piece) { atom_b_piece(lane, tok, piece); }
+  static SK_DEVICE u32 meta(int /*lane*/) { return 0; }
+  template <typename T>
+  static SK_DEVICE void mma(float* acc, const u32x4* w, const u32x4* x, u32 /*meta*/) { atom_mma_k32<T>(acc, w, x[0]); }
+  static SK_DEVICE void collapse(const float* acc, float* out) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) out[r] = acc[r];
+  }
+  static SK_DEVICE void out_coord(int lane, int r, int& row, int& tok) { atom_acc_coord(lane, r, row, tok); }
+};
+
+template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WM, int WN, int WK, bool B_TO_LDS,
+          bool CLUSTER = false, typename Atom = DenseAtom>
 struct SplitK {
   static constexpr int WAVES = WM * WN * WK;
   static constexpr int THREADS = WAVES * WAVE;
   static constexpr int ROW_BYTES = TILE_K * 2;
   static constexpr int WAVE_ROWS = TILE_N / WN;
   static constexpr int WAVE_TOKS = TILE_M / WM;
-  static constexpr int RA = WAVE_ROWS / 16;         // row atoms per wave
-  static constexpr int TA = WAVE_TOKS / ATOM_TOKS;  // token atoms per wave
-  static constexpr int KC = TILE_K / WK / 32;       // 32-k steps per wave per stage
-  static constexpr int FRAG = RA * TA * 4;          // accumulators per lane
+  static constexpr int RA = WAVE_ROWS / Atom::ROWS;  // row atoms per wave
+  static constexpr int TA = WAVE_TOKS / Atom::TOKS;  // token atoms per wave
+  static constexpr int KC = TILE_K / WK / Atom::K;   // atom k-steps per wave per stage
+  static constexpr int KP = Atom::K / 8;             // pieces (16-B chunks) per k-step
+  static constexpr int FRAG = RA * TA * 4;           // accumulators per lane (collapsed)
   static constexpr int W_STAGE = B_TO_LDS ? TILE_N * ROW_BYTES : 0;
   static constexpr int X_STAGE = TILE_M * ROW_BYTES;
   static constexpr int PIPE_BYTES = STAGES * (W_STAGE + X_STAGE);
@@ -61,11 +83,12 @@ struct SplitK {
                                                             : (RED_BYTES > COMBINE_BYTES ? RED_BYTES : COMBINE_BYTES);
   static constexpr int LDS_BYTES = FLAG_OFFSET + 16;
 
-  static_assert(TILE_N % (16 * WN) == 0, "weight rows per wave: whole 16-row atoms");
-  static_assert(TILE_M % (ATOM_TOKS * WM) == 0, "tokens per wave: whole atoms");
-  static_assert(TILE_K % (32 * WK) == 0 && TILE_K >= 64, "k per wave: whole 32-k steps");
+  static_assert(TILE_N % (Atom::ROWS * WN) == 0, "weight rows per wave: whole atoms");
+  static_assert(TILE_M % (Atom::TOKS * WM) == 0, "tokens per wave: whole atoms");
+  static_assert(TILE_K % (Atom::K * WK) == 0 && TILE_K >= 64, "k per wave: whole atom k-steps");
   static_assert(STAGES >= 2, "a ring needs two stages");
   static_assert(B_TO_LDS || !COPY_BY_WAVE, "AMD: weights always go through the LDS ring (vmcnt accounting)");
+  static_assert(!CLUSTER || HAS_CLUSTERS, "cluster split-K needs thread-block clusters (sm_90)");
 
   // Copy instructions of one stage, per copy group (a wave on AMD, the CTA on NVIDIA).
   static constexpr int GROUP_BYTES = COPY_BY_WAVE ? WAVE * COPY_BYTES : THREADS * COPY_BYTES;
@@ -119,18 +142,18 @@ struct SplitK {
   }
 
   // Weight pieces of one block straight from global memory (B_TO_LDS = false).
-  static SK_DEVICE void load_w_regs(u32x4 (&w)[KC][RA][ATOM_A_PIECES], const GemmParams& p, int n_base, int kb,
+  static SK_DEVICE void load_w_regs(u32x4 (&w)[KC][RA][Atom::W_PIECES], const GemmParams& p, int n_base, int kb,
                                     bool live, int lane, int wk) {
 #pragma unroll
     for (int kc = 0; kc < KC; ++kc)
 #pragma unroll
       for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
-        for (int j = 0; j < ATOM_A_PIECES; ++j) {
+        for (int j = 0; j < Atom::W_PIECES; ++j) {
           int row, piece;
-          atom_a_piece(lane, j, row, piece);
-          const int n = n_base + ra * 16 + row;
-          const int kk = kb * TILE_K + (wk * KC + kc) * 32 + piece * 8;
+          Atom::w_piece(lane, j, row, piece);
+          const int n = n_base + ra * Atom::ROWS + row;
+          const int kk = kb * TILE_K + (wk * KC + kc) * Atom::K + piece * 8;
           w[kc][ra][j] = (live && n < p.n && kk < p.k) ? global_load16(p.w + (i64)n * p.ldw + kk) : u32x4{0, 0, 0, 0};
         }
   }
@@ -154,13 +177,14 @@ struct SplitK {
     char* const x_lds = smem + STAGES * W_STAGE;
     const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
 
-    float acc[RA][TA][4];
+    float mac[RA][TA][Atom::ACC];  // the atom's physical accumulators
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
       for (int ta = 0; ta < TA; ++ta)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[ra][ta][r] = 0.f;
+        for (int r = 0; r < Atom::ACC; ++r) mac[ra][ta][r] = 0.f;
+    const u32 meta = Atom::meta(lane);
 
     auto issue = [&](int stage, int kb) {
       const bool live = kb < kb_end;  // past the end: still copy (zeros), so counts stay uniform
@@ -170,7 +194,7 @@ struct SplitK {
       copy_commit();
     };
 
-    u32x4 w_cur[KC][RA][ATOM_A_PIECES], w_next[KC][RA][ATOM_A_PIECES];
+    u32x4 w_cur[KC][RA][Atom::W_PIECES], w_next[KC][RA][Atom::W_PIECES];
     if constexpr (!B_TO_LDS) load_w_regs(w_cur, p, n_wave, kb_begin, nb > 0, lane, wk);
 
     // ---- main loop: one barrier per block ----
@@ -186,29 +210,31 @@ struct SplitK {
       const char* xs = x_lds + (i % STAGES) * X_STAGE;
 #pragma unroll
       for (int kc = 0; kc < KC; ++kc) {
-        const int step = wk * KC + kc;  // 32-k step within the stage
-        u32x4 b[TA];
+        const int step = wk * KC + kc;  // atom k-step within the stage
+        u32x4 b[TA][Atom::X_PIECES];
 #pragma unroll
-        for (int ta = 0; ta < TA; ++ta) {
-          int tok, piece;
-          atom_b_piece(lane, tok, piece);
-          b[ta] = lds_load16(xs + lds_offset<ROW_BYTES>(t_wave + ta * ATOM_TOKS + tok, step * 4 + piece));
-        }
+        for (int ta = 0; ta < TA; ++ta)
+#pragma unroll
+          for (int j = 0; j < Atom::X_PIECES; ++j) {
+            int tok, piece;
+            Atom::x_piece(lane, j, tok, piece);
+            b[ta][j] = lds_load16(xs + lds_offset<ROW_BYTES>(t_wave + ta * Atom::TOKS + tok, step * KP + piece));
+          }
 #pragma unroll
         for (int ra = 0; ra < RA; ++ra) {
-          u32x4 a[ATOM_A_PIECES];
+          u32x4 a[Atom::W_PIECES];
 #pragma unroll
-          for (int j = 0; j < ATOM_A_PIECES; ++j) {
+          for (int j = 0; j < Atom::W_PIECES; ++j) {
             if constexpr (B_TO_LDS) {
               int row, piece;
-              atom_a_piece(lane, j, row, piece);
-              a[j] = lds_load16(ws + lds_offset<ROW_BYTES>(wn * WAVE_ROWS + ra * 16 + row, step * 4 + piece));
+              Atom::w_piece(lane, j, row, piece);
+              a[j] = lds_load16(ws + lds_offset<ROW_BYTES>(wn * WAVE_ROWS + ra * Atom::ROWS + row, step * KP + piece));
             } else {
               a[j] = w_cur[kc][ra][j];
             }
           }
 #pragma unroll
-          for (int ta = 0; ta < TA; ++ta) atom_mma_k32<T>(acc[ra][ta], a, b[ta]);
+          for (int ta = 0; ta < TA; ++ta) Atom::template mma<T>(mac[ra][ta], a, b[ta], meta);
         }
       }
       if constexpr (!B_TO_LDS) {
@@ -217,11 +243,18 @@ struct SplitK {
 #pragma unroll
           for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
-            for (int j = 0; j < ATOM_A_PIECES; ++j) w_cur[kc][ra][j] = w_next[kc][ra][j];
+            for (int j = 0; j < Atom::W_PIECES; ++j) w_cur[kc][ra][j] = w_next[kc][ra][j];
       }
     }
     copy_wait<0, MIN_COPIES>();
     barrier();  // the ring is idle: its LDS may be reused
+
+    // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
+    float acc[RA][TA][4];
+#pragma unroll
+    for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+      for (int ta = 0; ta < TA; ++ta) Atom::collapse(mac[ra][ta], acc[ra][ta]);
 
     // ---- intra-CTA K-slice reduction, fixed order 0, 1, ..., WK-1 ----
     float* const red = (float*)smem;
@@ -250,7 +283,44 @@ struct SplitK {
     }
 
     // ---- inter-CTA combine ----
-    if (S > 1) {
+    if (CLUSTER && S > 1) {
+      // The S splits of this tile are one thread-block cluster (launched with
+      // cluster dims (1, S, 1)): each CTA leaves its fp32 partial in its own LDS, and
+      // rank 0 adds the S partials in rank order through distributed shared memory.
+      // Deterministic, and nothing to reset: no global slots, no counters.
+      f32x4* const mine = (f32x4*)smem;
+      barrier();  // the K-slice reduction above has finished reading LDS
+      if (wk == 0) {
+#pragma unroll
+        for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+          for (int ta = 0; ta < TA; ++ta)
+            mine[wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane] = f32x4{acc[ra][ta][0], acc[ra][ta][1], acc[ra][ta][2], acc[ra][ta][3]};
+      }
+      cluster_sync();
+      const bool root = cluster_rank() == 0;
+      if (root && wk == 0) {
+#pragma unroll
+        for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+          for (int ta = 0; ta < TA; ++ta) {
+            const f32x4* at = mine + wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane;
+            f32x4 v[8];
+#pragma unroll
+            for (int r = 0; r < 8; ++r) v[r] = r < S ? cluster_load16(at, (u32)r) : f32x4{0.f, 0.f, 0.f, 0.f};
+            f32x4 total = v[0];
+#pragma unroll
+            for (int r = 1; r < 8; ++r)
+              if (r < S) total += v[r];
+            acc[ra][ta][0] = total.x;
+            acc[ra][ta][1] = total.y;
+            acc[ra][ta][2] = total.z;
+            acc[ra][ta][3] = total.w;
+          }
+      }
+      cluster_sync();  // keep every CTA's LDS alive until the root has read it
+      if (!root) return;
+    } else if (S > 1) {
       // Slot layout follows the fragments: lane-contiguous 16-B writes and reads.
       float* const slots = p.partials + (i64)tile * S * (TILE_M * TILE_N);
       if (wk == 0) {
@@ -320,9 +390,9 @@ struct SplitK {
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           int row, tok;
-          atom_acc_coord(lane, r, row, tok);
-          const int n = n_wave + ra * 16 + row;
-          const int t = m0 + t_wave + ta * ATOM_TOKS + tok;
+          Atom::out_coord(lane, r, row, tok);
+          const int n = n_wave + ra * Atom::ROWS + row;
+          const int t = m0 + t_wave + ta * Atom::TOKS + tok;
           if (n < p.n && t < p.m) {
             float v = p.alpha * acc[ra][ta][r];
             if (p.bias) v += to_f32(T{}, p.bias[n]);
@@ -334,9 +404,9 @@ struct SplitK {
 
 // Defines one kernel entry point of the family (instances are generated by build.rs
 // from the tuning files and the fallback set).
-#define SK_SPLITK_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS)                       \
-  SK_KERNEL((SplitK<T, TM, TN, TK, ST, WM, WN, WK, LDS>::THREADS)) void NAME(GemmParams p) { \
-    using K = SplitK<T, TM, TN, TK, ST, WM, WN, WK, LDS>;                                   \
+#define SK_SPLITK_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)                           \
+  SK_KERNEL((SplitK<T, TM, TN, TK, ST, WM, WN, WK, LDS, CL>::THREADS)) void NAME(GemmParams p) { \
+    using K = SplitK<T, TM, TN, TK, ST, WM, WN, WK, LDS, CL>;                                   \
     SK_LDS_DECL(smem, K::LDS_BYTES);                                                        \
     K::run(p, smem);                                                                        \
   }

@@ -196,8 +196,10 @@ pub struct Plan {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared: u32,
-    /// Bytes of fp32 partials (0 without split-K).
+    /// Bytes of fp32 partials in global memory (0 without split-K or with clusters).
     pub partial_bytes: usize,
+    /// Split-K inside a thread-block cluster of `split_k` CTAs (sm_90).
+    pub cluster: bool,
 }
 
 /// Plans `p` for an arch's catalog: tuning entry, else fallback. Pure.
@@ -222,7 +224,9 @@ pub fn plan(
     let c = e.config;
     let tiles = p.n.div_ceil(c.tile_n) as usize * p.m.div_ceil(c.tile_m) as usize;
     let per_split = tiles * (c.tile_m * c.tile_n) as usize * 4;
-    if split_k > 1 {
+    if c.cluster {
+        split_k = split_k.min(crate::tuning::schema::MAX_CLUSTER_SPLIT);
+    } else if split_k > 1 {
         let fits = (partial_capacity / per_split.max(1)) as u32;
         split_k = if fits >= 2 { split_k.min(fits) } else { 1 };
     }
@@ -236,7 +240,8 @@ pub fn plan(
         grid: [tiles as u32, split_k, 1],
         block: [c.threads(&t), 1, 1],
         shared: if backend_cuda { c.lds_bytes(&t) } else { 0 },
-        partial_bytes: if split_k > 1 { per_split * split_k as usize } else { 0 },
+        partial_bytes: if split_k > 1 && !c.cluster { per_split * split_k as usize } else { 0 },
+        cluster: c.cluster && split_k > 1,
     })
 }
 
@@ -289,7 +294,7 @@ fn with_engine<R>(handle: usize, f: impl FnOnce(&Engine) -> Result<R, Reason>) -
 
 fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
     let dev = &e.dev;
-    let (partials, counters) = if plan.split_k > 1 {
+    let (partials, counters) = if plan.split_k > 1 && !plan.cluster {
         let lane = e.lane(stream).ok_or(Reason::StreamSlots)?;
         // The caller's workspace when it is large enough (it is stream-ordered by
         // the caller's contract), else the lane's own buffer, which plan() sized for.
@@ -320,7 +325,12 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
         split_k: plan.split_k as i32,
     };
     let mut args = [&mut params as *mut GemmParams as *mut c_void];
-    let r = unsafe { dev.rt.launch(dev.ctx, dev.functions[plan.kernel], plan.grid, plan.block, plan.shared, stream, &mut args) };
+    let f = dev.functions[plan.kernel];
+    let r = if plan.cluster {
+        unsafe { dev.rt.launch_cluster(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, [1, plan.split_k, 1]) }
+    } else {
+        unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args) }
+    };
     match r {
         Ok(()) => {
             crate::log_trace!(

@@ -116,6 +116,11 @@ SK_DEVICE f32x4 load_partial(const float* p) {
   return v;
 }
 SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v); }
+// No thread-block clusters on AMD: the kernels' cluster path is never instantiated.
+constexpr bool HAS_CLUSTERS = false;
+SK_DEVICE u32 cluster_rank() { return 0; }
+SK_DEVICE void cluster_sync() {}
+SK_DEVICE f32x4 cluster_load16(const void* local, u32) { return *(const f32x4*)local; }
 // Split-K arrival: the same sequence as target_amdgcn.h (checked by emu/).
 SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
   fence_release_device();
@@ -141,5 +146,92 @@ SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
   const u32 a_lo[2] = {a[0].x, a[0].y}, a_hi[2] = {a[0].z, a[0].w}, b_lo[2] = {b.x, b.y}, b_hi[2] = {b.z, b.w};
   sk_emu_v_mfma_f32_16x16x16(T::id, acc, a_lo, b_lo, acc);
   sk_emu_v_mfma_f32_16x16x16(T::id, acc, a_hi, b_hi, acc);
+#endif
+}
+
+// ---- the virtual-dense sparse atom (family VDMFMA): same layouts and instruction
+// sequence as target_amdgcn.h (read the derivation there) ----
+extern "C" {
+// v_smfmac_f32_16x16x32_{bf16,f16} (gfx942; dtype 0 = bf16, 1 = f16): per lane, `a` the
+// 2 VGPRs of the compressed A operand (VGPR r = the 2 kept halves of the 4-group k
+// [8(l/16)+4r, +4) of row l%16), `b` the 4 VGPRs of B (column l%16, k 8(l/16) + [0,8)),
+// `idx` the sparse-index VGPR (cbsz = 0, abid = 0: index set 0 = bits [7:0], nibble r
+// for A VGPR r: bits [1:0] position of the first kept half, [3:2] of the second), `c` and
+// `d` the 4 accumulator VGPRs (rows 4(l/16)+i, column l%16).
+SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
+// v_smfmac_f32_16x16x64_{bf16,f16} (gfx950): `a` 4 VGPRs (VGPR r = the 4-group k
+// [16(l/16)+4r, +4) of row l%16), `b` 8 VGPRs (column l%16; the k of each VGPR is the
+// disputed part: see SK_GFX950_SMFMAC_B_MAP in target_amdgcn.h), `idx` bits [15:0]
+// (nibble r for A VGPR r; cbsz = 0, abid = 0), `c`/`d` as above.
+SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x64(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
+}
+
+#ifndef SK_GFX950_SMFMAC_B_MAP
+#define SK_GFX950_SMFMAC_B_MAP 0
+#endif
+constexpr int VD_ROWS = 16;
+constexpr int VD_TOKS = 8;
+constexpr int VD_ACC = 4;
+#if defined(SK_HOST_GFX950)
+constexpr int VD_K = 128;
+constexpr int VD_W_PIECES = 4;
+constexpr int VD_X_PIECES = 2;
+#else
+constexpr int VD_K = 64;
+constexpr int VD_W_PIECES = 2;
+constexpr int VD_X_PIECES = 1;
+#endif
+
+SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) {
+  const int g = lane >> 4;
+  row = lane & 15;
+#if defined(SK_HOST_GFX950)
+#if SK_GFX950_SMFMAC_B_MAP == 0
+  piece = g + 4 * j;
+#else
+  piece = 2 * (g & 1) + 8 * (g >> 1) + 4 * (j & 1) + (j >> 1);
+#endif
+#else
+  piece = 2 * g + j;
+#endif
+}
+SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) {
+  const int g = lane >> 4;
+  tok = (lane & 15) >> 1;
+#if defined(SK_HOST_GFX950)
+  piece = 2 * (g & 1) + 8 * (g >> 1) + 4 * (lane & 1) + j;
+#else
+  (void)j;
+  piece = 2 * g + (lane & 1);
+#endif
+}
+SK_DEVICE u32 vd_meta(int lane) {
+#if defined(SK_HOST_GFX950)
+  return (lane & 1) ? 0xEEEEu : 0x4444u;
+#else
+  return (lane & 1) ? 0xEEu : 0x44u;
+#endif
+}
+SK_DEVICE void vd_out_coord(int lane, int r, int& row, int& tok) { row = lane & 15; tok = 2 * (lane >> 4) + r; }
+SK_DEVICE void vd_collapse(const float* acc, float* out) {
+  out[0] = acc[0] + acc[1];
+  out[1] = acc[2] + acc[3];
+}
+
+template <typename T>
+SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
+#if defined(SK_HOST_GFX950)
+  for (int s = 0; s < 2; ++s) {
+    const u32 a[4] = {x[0][2 * s], x[0][2 * s + 1], x[1][2 * s], x[1][2 * s + 1]};
+    const u32 b[8] = {w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1],
+                      w[2][2 * s], w[3][2 * s], w[2][2 * s + 1], w[3][2 * s + 1]};
+    sk_emu_v_smfmac_f32_16x16x64(T::id, acc, a, b, acc, meta);
+  }
+#else
+  for (int s = 0; s < 2; ++s) {
+    const u32 a[2] = {x[0][2 * s], x[0][2 * s + 1]};
+    const u32 b[4] = {w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1]};
+    sk_emu_v_smfmac_f32_16x16x32(T::id, acc, a, b, acc, meta);
+  }
 #endif
 }

@@ -83,6 +83,26 @@ SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
   barrier();
   return *flag != 0;
 }
+// ---- thread-block clusters (sm_90): split-K through distributed shared memory ----
+constexpr bool HAS_CLUSTERS = true;
+SK_DEVICE u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster; release/acquire order the shared-memory
+// writes before it with the remote reads after it.
+SK_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Reads 16 B at the same shared-memory offset as `local`, in CTA `rank` of the cluster.
+SK_DEVICE f32x4 cluster_load16(const void* local, u32 rank) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(local)), "r"(rank));
+  f32x4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+  return v;
+}
 SK_DEVICE void store_partial(float* p, f32x4 v) {
   asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
@@ -120,4 +140,60 @@ SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
   // a[0] = row g, a[1] = row g+8; mma A regs: (g,k0-1) (g+8,k0-1) (g,k8-9) (g+8,k8-9).
   mma16816(T{}, acc, a[0].x, a[1].x, a[0].y, a[1].y, b.x, b.y);
   mma16816(T{}, acc, a[0].z, a[1].z, a[0].w, a[1].w, b.z, b.w);
+}
+
+// ---- the virtual-dense sparse atom (family VDMFMA): mma.sp::ordered_metadata.m16n8k32 ----
+// Tokens are the sparse A operand, weights the dense B operand: logical token g
+// (0..7) is physical rows g and g+8 of A; the constant metadata 0xEEEE4444 (bits
+// [15:0] = row g, [31:16] = row g+8, research/nvidia_side.md §1.3, measured on an
+// H100) keeps k positions {0,1} of every 4-group in row g and {2,3} in row g+8, so
+// the pair carries one dense row, and D rows g and g+8 add up to token g:
+// y[g][2t] = d0 + d2, y[g][2t+1] = d1 + d3 (§1.6). Per instruction: 8 output features
+// (the mma's n) x 8 tokens x 32 dense k, so VD_ROWS = 8.
+//
+// A step is two instructions (64 k, pieces 0..7 of 8 k). Fragment layouts (PTX ISA
+// "Matrix Fragments for sparse mma.m16n8k32", nvidia_side.md §1.3): A reg0/reg2 =
+// row g, k-chunks t / t+4 (k 4t.. / 16+4t..), reg1/reg3 = row g+8, same chunks; B
+// reg r = k {2t, 2t+1} + 8r, column g. Any permutation of k applied to both
+// operands leaves the dot product unchanged; this one makes every operand piece a
+// 16-byte run of 8 consecutive k (no shuffles): lane (g, t) holds token g's pieces
+// 2t, 2t+1 (X0, X1) and weight row g's pieces t, t+4 (W0, W1), and instruction s
+// takes A = {X0.d[2s], X1.d[2s], X0.d[2s+1], X1.d[2s+1]} and B = {W0.d[2s], W1.d[2s],
+// W0.d[2s+1], W1.d[2s+1]} (d = 32-bit word: k pair). Derivation: physical k pair p of
+// instruction s <-> logical piece p%8, word 2s + p/8, for A and B alike.
+constexpr int VD_ROWS = 8;      // weight rows (output features) per instruction group
+constexpr int VD_TOKS = 8;
+constexpr int VD_K = 64;        // dense k per step (two instructions)
+constexpr int VD_W_PIECES = 2;  // weight pieces per lane per step
+constexpr int VD_X_PIECES = 2;  // token pieces per lane per step
+constexpr int VD_ACC = 4;       // physical accumulators per lane
+constexpr u32 VD_METADATA = 0xEEEE4444u;
+
+SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) { row = lane >> 2; piece = (lane & 3) + 4 * j; }
+SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) { tok = lane >> 2; piece = 2 * (lane & 3) + j; }
+// Metadata word of a lane (the same in every lane on sm_90).
+SK_DEVICE u32 vd_meta(int /*lane*/) { return VD_METADATA; }
+// Collapsed output r (0, 1) of a lane: token g, feature 2t + r.
+SK_DEVICE void vd_out_coord(int lane, int r, int& row, int& tok) { row = 2 * (lane & 3) + r; tok = lane >> 2; }
+SK_DEVICE void vd_collapse(const float* acc, float* out) {
+  out[0] = acc[0] + acc[2];
+  out[1] = acc[1] + acc[3];
+}
+
+SK_DEVICE void mma_sp16832(bf16_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1, u32 b2, u32 b3, u32 e) {
+  asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0;"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
+}
+SK_DEVICE void mma_sp16832(f16_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1, u32 b2, u32 b3, u32 e) {
+  asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0;"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
+}
+
+// One 64-k step of one instruction group: w = W0, W1 (weight row g), x = X0, X1 (token g).
+template <typename T>
+SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
+  mma_sp16832(T{}, acc, x[0].x, x[1].x, x[0].y, x[1].y, w[0].x, w[1].x, w[0].y, w[1].y, meta);
+  mma_sp16832(T{}, acc, x[0].z, x[1].z, x[0].w, x[1].w, w[0].z, w[1].z, w[0].w, w[1].w, meta);
 }

@@ -43,6 +43,7 @@ dl_table!(CudaFns {
     cuModuleGetFunction: fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult;
     cuFuncSetAttribute: fn(*mut c_void, c_int, c_int) -> CuResult;
     cuLaunchKernel: fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuStream, *mut *mut c_void, *mut *mut c_void) -> CuResult;
+    cuLaunchKernelEx: fn(*const LaunchConfig, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> CuResult;
     cuMemAlloc_v2: fn(*mut u64, usize) -> CuResult;
     cuMemFree_v2: fn(u64) -> CuResult;
     cuMemsetD8_v2: fn(u64, u8, usize) -> CuResult;
@@ -65,6 +66,26 @@ dl_table!(CudaFns {
     cuEventElapsedTime: fn(*mut f32, *mut c_void, *mut c_void) -> CuResult;
     cuEventDestroy_v2: fn(*mut c_void) -> CuResult;
 });
+
+/// `CUlaunchAttribute`: id, padding to 8, a 64-byte value union.
+#[repr(C)]
+pub struct LaunchAttribute {
+    id: c_uint,
+    pad: [u8; 4],
+    value: [u32; 16],
+}
+/// `CUlaunchConfig` (cuda.h).
+#[repr(C)]
+pub struct LaunchConfig {
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared: c_uint,
+    stream: CuStream,
+    attrs: *mut LaunchAttribute,
+    num_attrs: c_uint,
+}
+const _: () = assert!(std::mem::size_of::<LaunchAttribute>() == 72 && std::mem::size_of::<LaunchConfig>() == 56);
+const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: c_uint = 4;
 
 pub struct Cuda {
     pub fns: CudaFns,
@@ -249,6 +270,31 @@ impl Cuda {
                 )
             )
         })
+    }
+}
+
+impl Cuda {
+    /// Launches `f` as a grid of thread-block clusters of `cluster` CTAs.
+    ///
+    /// # Safety
+    /// `params` must match the kernel's parameters.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch_cluster(
+        &self,
+        ctx: Context,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: *mut c_void,
+        params: &mut [*mut c_void],
+        cluster: [u32; 3],
+    ) -> Result<()> {
+        let mut value = [0u32; 16];
+        value[..3].copy_from_slice(&cluster);
+        let mut attr = LaunchAttribute { id: LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value };
+        let cfg = LaunchConfig { grid, block, shared, stream, attrs: &mut attr, num_attrs: 1 };
+        self.with_ctx(ctx, || cu!(self, cuLaunchKernelEx(&cfg, f.0, params.as_mut_ptr(), std::ptr::null_mut())))
     }
 }
 

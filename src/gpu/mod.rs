@@ -245,4 +245,26 @@ impl Runtime {
     ) -> Result<()> {
         dispatch!(self, r => unsafe { r.launch(ctx, f, grid, block, shared, stream, params) })
     }
+
+    /// Launches a grid of thread-block clusters (NVIDIA sm_90 only).
+    ///
+    /// # Safety
+    /// As [`Runtime::launch`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn launch_cluster(
+        &self,
+        ctx: Context,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: *mut c_void,
+        params: &mut [*mut c_void],
+        cluster: [u32; 3],
+    ) -> Result<()> {
+        match self {
+            Runtime::Cuda(c) => unsafe { c.launch_cluster(ctx, f, grid, block, shared, stream, params, cluster) },
+            Runtime::Hip(_) => Err("thread-block clusters are an sm_90 feature".into()),
+        }
+    }
 }

@@ -56,7 +56,14 @@ pub struct KernelConfig {
     pub warps: [u32; 3],
     /// Weights through the LDS ring (else straight into registers; NVIDIA only).
     pub b_to_lds: bool,
+    /// Split-K combine inside a thread-block cluster through distributed shared
+    /// memory (sm_90 only; split_k <= MAX_CLUSTER_SPLIT) instead of global slots.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster: bool,
 }
+
+/// Largest portable thread-block cluster on sm_90.
+pub const MAX_CLUSTER_SPLIT: u32 = 8;
 
 /// Target facts the config rules need (mirrors kernels/prelude/target_*.h).
 #[derive(Clone, Copy, Debug)]
@@ -109,7 +116,7 @@ impl KernelConfig {
             wn,
             wk,
             if self.b_to_lds { "lds" } else { "reg" }
-        )
+        ) + if self.cluster { "_cl" } else { "" }
     }
     /// The static rules of splitk_gemm.h for a target, so a bad tuning entry fails
     /// the build with a message instead of a compiler error.
@@ -134,6 +141,9 @@ impl KernelConfig {
         if t.amd && !self.b_to_lds {
             return err("AMD kernels stage weights through LDS");
         }
+        if t.amd && self.cluster {
+            return err("thread-block clusters are sm_90 only");
+        }
         if self.lds_bytes(t) > t.lds_limit {
             return err("LDS over the arch limit");
         }
@@ -143,9 +153,11 @@ impl KernelConfig {
             if (self.tile_n * self.tile_k * 2) % group != 0 {
                 return err("weight stage must be whole copy instructions");
             }
-            let per_stage = (self.tile_n * self.tile_k * 2 / group) / self.waves()
-                + (self.tile_m * self.tile_k * 2).div_ceil(group) / self.waves();
-            if (self.stages - 2) * per_stage > 63 {
+            // The most copies any wave issues per stage, with STAGES-1 stages in
+            // flight at once: the counter (6 bits) must never need to exceed 63.
+            let per_stage = (self.tile_n * self.tile_k * 2 / group).div_ceil(self.waves())
+                + (self.tile_m * self.tile_k * 2).div_ceil(group).div_ceil(self.waves());
+            if (self.stages - 1) * per_stage > 63 {
                 return err("too many copies in flight for vmcnt (6 bits)");
             }
         }

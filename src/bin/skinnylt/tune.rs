@@ -156,7 +156,8 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
                 continue;
             }
             let nkb = sh.k.div_ceil(ke.config.tile_k);
-            for &split in SPLITS.iter().filter(|&&sp| sp == 1 || nkb / sp >= MIN_BLOCKS) {
+            let cap = if ke.config.cluster { skinnylt::tuning::schema::MAX_CLUSTER_SPLIT } else { u32::MAX };
+            for &split in SPLITS.iter().filter(|&&sp| (sp == 1 || nkb / sp >= MIN_BLOCKS) && sp <= cap) {
                 if t0.elapsed().as_secs_f64() > a.budget {
                     break 'outer;
                 }
