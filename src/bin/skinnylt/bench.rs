@@ -91,6 +91,47 @@ impl Drop for Buf<'_> {
     }
 }
 
+/// One shape's inputs for timing with cold weights: `sets` copies of the weights
+/// (together more than 3x the L2), activations and outputs per set, and a bias.
+pub struct ColdSets<'a> {
+    pub sets: usize,
+    /// GEMMs per timed graph (at least one per set).
+    pub count: usize,
+    pub w0: Vec<u16>,
+    pub x: Vec<u16>,
+    pub bias: Vec<u16>,
+    pub w: Vec<Buf<'a>>,
+    pub xs: Vec<Buf<'a>>,
+    pub ys: Vec<Buf<'a>>,
+    pub db: Buf<'a>,
+}
+
+impl<'a> ColdSets<'a> {
+    pub fn new(cu: &'a Cuda, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
+        let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+        let w_bytes = n * k * 2;
+        let sets = (3 * l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
+        let alloc = |bytes: usize| -> Result<Vec<Buf<'a>>, String> { (0..sets).map(|_| cu.malloc(bytes).map(|p| Buf(cu, p))).collect() };
+        // One random weight set, copied to the others.
+        let w0 = reference::random_matrix(rng, dtype, n, k, k);
+        let w = alloc(w_bytes)?;
+        cu.htod(w[0].1, &w0)?;
+        for b in &w[1..] {
+            cu.copy_async(b.1, w[0].1, w_bytes, s)?;
+        }
+        let x = reference::random_matrix(rng, dtype, m, k, k);
+        let (xs, ys) = (alloc(m * k * 2)?, alloc(m * n * 2)?);
+        for b in &xs {
+            cu.htod(b.1, &x)?;
+        }
+        let bias = reference::random_matrix(rng, dtype, 1, n, n);
+        let db = Buf(cu, cu.malloc(n * 2)?);
+        cu.htod(db.1, &bias)?;
+        cu.sync(s)?;
+        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db })
+    }
+}
+
 /// Copy bandwidth (bytes read + written per second) of a 1 GiB device copy.
 pub fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
     let bytes = 1usize << 30;
@@ -158,25 +199,8 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
     println!("{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9} {:>9} {:>8} {:>7} {:>8}", "group", "M", "N", "K", "bias", "ours µs", "vendor µs", "speedup", "eff", "floor µs");
     for sh in shapes {
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-        let w_bytes = n * k * 2;
-        let sets = (3 * dev.info.l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
-        let count = sets.max(24);
-        // One random weight set, copied to the others (cold-cache rotation).
-        let w0 = reference::random_matrix(&mut rng, dtype, n, k, k);
-        let ws_bufs: Vec<Buf> = (0..sets).map(|_| cu.malloc(w_bytes).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        cu.htod(ws_bufs[0].1, &w0)?;
-        for b in &ws_bufs[1..] {
-            cu.copy_async(b.1, ws_bufs[0].1, w_bytes, s)?;
-        }
-        let x = reference::random_matrix(&mut rng, dtype, m, k, k);
-        let xs: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * k * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        let ys: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * n * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        for b in &xs {
-            cu.htod(b.1, &x)?;
-        }
-        let bias = Buf(cu, cu.malloc(n * 2)?);
-        cu.htod(bias.1, &reference::random_matrix(&mut rng, dtype, 1, n, n))?;
-        cu.sync(s)?;
+        let cs = ColdSets::new(cu, s, dev.info.l2_bytes, &mut rng, dtype, &sh)?;
+        let (sets, count, ws_bufs, xs, ys, bias) = (cs.sets, cs.count, &cs.w, &cs.xs, &cs.ys, &cs.db);
         let bias_ptr = if sh.bias { bias.1 } else { 0 };
 
         // skinnylt through the C API.

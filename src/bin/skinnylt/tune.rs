@@ -16,7 +16,7 @@ use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
 use skinnylt::vendor::cublaslt::CublasLt;
 use skinnylt::{engine, kernels};
 
-use crate::bench::{Buf, copy_bandwidth, parse_shape, time_graph};
+use crate::bench::{Buf, ColdSets, copy_bandwidth, parse_shape, time_graph};
 use crate::client::Handle;
 use crate::reference::{self, Rng};
 
@@ -96,26 +96,9 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
         }
         let t0 = Instant::now();
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-        let w_bytes = n * k * 2;
-        let sets = (3 * dev.info.l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
-        let count = sets.max(24);
-        let w0 = reference::random_matrix(&mut rng, dtype, n, k, k);
-        let wb: Vec<Buf> = (0..sets).map(|_| cu.malloc(w_bytes).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        cu.htod(wb[0].1, &w0)?;
-        for b in &wb[1..] {
-            cu.copy_async(b.1, wb[0].1, w_bytes, s)?;
-        }
-        let x = reference::random_matrix(&mut rng, dtype, m, k, k);
-        let xb: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * k * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        let yb: Vec<Buf> = (0..sets).map(|_| cu.malloc(m * n * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        for b in &xb {
-            cu.htod(b.1, &x)?;
-        }
-        let bias = reference::random_matrix(&mut rng, dtype, 1, n, n);
-        let db = Buf(cu, cu.malloc(n * 2)?);
-        cu.htod(db.1, &bias)?;
-        cu.sync(s)?;
-        let want = reference::reference(dtype, m, n, k, &w0, k, &x, k, sh.bias.then_some(&bias[..]), 1.0);
+        let cs = ColdSets::new(cu, s, dev.info.l2_bytes, &mut rng, dtype, sh)?;
+        let (sets, count, wb, xb, yb, db, w0, x, bias) = (cs.sets, cs.count, &cs.w, &cs.xs, &cs.ys, &cs.db, &cs.w0, &cs.x, &cs.bias);
+        let want = reference::reference(dtype, m, n, k, w0, k, x, k, sh.bias.then_some(&bias[..]), 1.0);
         let problem = |j: usize| Problem {
             dtype,
             form: Form::Linear,
