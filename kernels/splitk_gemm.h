@@ -55,6 +55,11 @@ struct DenseAtom {
     for (int r = 0; r < 4; ++r) out[r] = acc[r];
   }
   static SK_DEVICE void out_coord(int lane, int r, int& row, int& tok) { atom_acc_coord(lane, r, row, tok); }
+  // Swizzled chunk, and byte offset, of the token (X) tile: as the weight tile's.
+  template <int ROW_BYTES>
+  static SK_DEVICE int x_chunk(int row, int chunk) { return lds_chunk<ROW_BYTES>(row, chunk); }
+  template <int ROW_BYTES>
+  static SK_DEVICE int x_offset(int row, int chunk) { return lds_offset<ROW_BYTES>(row, chunk); }
 };
 
 template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WM, int WN, int WK, bool B_TO_LDS,
@@ -100,9 +105,16 @@ struct SplitK {
   // stage is never too early (AMD counts outstanding copies, not stages).
   static constexpr int MIN_COPIES = COPY_BY_WAVE ? W_INSTR / WAVES + X_INSTR / WAVES : 1;
 
+  // The swizzled chunk of the weight (X_TILE false) or token (X_TILE true) tile.
+  template <bool X_TILE>
+  static SK_DEVICE int tile_chunk(int row, int chunk) {
+    if constexpr (X_TILE) return Atom::template x_chunk<ROW_BYTES>(row, chunk);
+    else return lds_chunk<ROW_BYTES>(row, chunk);
+  }
+
   // Copies `ROWS` rows x TILE_K of a row-major matrix into an LDS stage, swizzled.
   // Rows >= `limit`, k >= K and blocks past the split's end are zero-filled.
-  template <int ROWS>
+  template <int ROWS, bool X_TILE>
   static SK_DEVICE void copy_tile(char* stage, const u16* base, i64 ld, int row0, int limit, int k0, int K,
                                   bool live, const void* zeros, int tid) {
     constexpr int BYTES = ROWS * ROW_BYTES;
@@ -117,7 +129,7 @@ struct SplitK {
         if (i < NI) {
           const int phys = i * GROUP_BYTES + lane * COPY_BYTES;
           const int row = phys / ROW_BYTES, in_row = phys % ROW_BYTES;
-          const int chunk = lds_chunk<ROW_BYTES>(row, in_row / 16);
+          const int chunk = tile_chunk<X_TILE>(row, in_row / 16);
           const int kk = k0 + chunk * 8;
           const bool valid = live && phys < BYTES && row0 + row < limit && kk < K;
           const char* g = valid ? (const char*)(base + (i64)(row0 + row) * ld + kk) + in_row % 16 : (const char*)zeros;
@@ -131,7 +143,7 @@ struct SplitK {
         const int i = i0 * THREADS + tid;
         if (BYTES / 16 % THREADS == 0 || i < BYTES / 16) {
           const int row = i / CHUNKS_PER_ROW;
-          const int chunk = lds_chunk<ROW_BYTES>(row, i % CHUNKS_PER_ROW);
+          const int chunk = tile_chunk<X_TILE>(row, i % CHUNKS_PER_ROW);
           const int kk = k0 + chunk * 8;
           const bool valid = live && row0 + row < limit && kk < K;
           const u16* g = valid ? base + (i64)(row0 + row) * ld + kk : base;
@@ -189,8 +201,8 @@ struct SplitK {
     auto issue = [&](int stage, int kb) {
       const bool live = kb < kb_end;  // past the end: still copy (zeros), so counts stay uniform
       if constexpr (B_TO_LDS)
-        copy_tile<TILE_N>(w_lds + stage * W_STAGE, p.w, p.ldw, n0, p.n, kb * TILE_K, p.k, live, p.zeros, tid);
-      copy_tile<TILE_M>(x_lds + stage * X_STAGE, p.x, p.ldx, m0, p.m, kb * TILE_K, p.k, live, p.zeros, tid);
+        copy_tile<TILE_N, false>(w_lds + stage * W_STAGE, p.w, p.ldw, n0, p.n, kb * TILE_K, p.k, live, p.zeros, tid);
+      copy_tile<TILE_M, true>(x_lds + stage * X_STAGE, p.x, p.ldx, m0, p.m, kb * TILE_K, p.k, live, p.zeros, tid);
       copy_commit();
     };
 
@@ -218,7 +230,7 @@ struct SplitK {
           for (int j = 0; j < Atom::X_PIECES; ++j) {
             int tok, piece;
             Atom::x_piece(lane, j, tok, piece);
-            b[ta][j] = lds_load16(xs + lds_offset<ROW_BYTES>(t_wave + ta * Atom::TOKS + tok, step * KP + piece));
+            b[ta][j] = lds_load16(xs + Atom::template x_offset<ROW_BYTES>(t_wave + ta * Atom::TOKS + tok, step * KP + piece));
           }
 #pragma unroll
         for (int ra = 0; ra < RA; ++ra) {

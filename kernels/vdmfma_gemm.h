@@ -54,6 +54,12 @@ struct VdAtom {
     vd_out_coord(lane, r & 1, row, tok);
     row += (r >> 1) * VD_ROWS;
   }
+  // The token tile has its own swizzle (the prelude's vd_x_swizzle): the atom reads
+  // it in a pattern unlike family A's.
+  template <int ROW_BYTES>
+  static SK_DEVICE int x_chunk(int row, int chunk) { return chunk ^ vd_x_swizzle<ROW_BYTES>(row); }
+  template <int ROW_BYTES>
+  static SK_DEVICE int x_offset(int row, int chunk) { return row * ROW_BYTES + x_chunk<ROW_BYTES>(row, chunk) * 16; }
 };
 
 template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WM, int WN, int WK, bool B_TO_LDS,

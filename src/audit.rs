@@ -1,16 +1,18 @@
 //! Static audit of the embedded device code (`skinnylt audit`, and a CI test).
 //!
 //! AMD code objects are read with LLVM's tools (found like the build's clang):
-//! every kernel must contain the expected matrix instructions, use no scratch
-//! (private segment 0), keep LDS within the arch limit, and leave room for at least
-//! two waves per SIMD (arch VGPRs + AGPRs <= 256 of the 512 per lane). PTX must name
-//! every catalog entry point and contain `mma.sync`.
+//! every kernel must contain the matrix instructions of its family (dense MFMA for
+//! split-K, v_smfmac for VDMFMA), use no scratch (private segment 0), keep LDS
+//! within the arch limit, and leave room for at least two waves per SIMD (arch VGPRs
+//! + AGPRs <= 256 of the 512 per lane). PTX must name every catalog entry point and
+//! contain `mma.sync` (split-K) or `mma.sp` (VDMFMA).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::gpu::Arch;
 use crate::kernels::{self, ArchKernels};
+use crate::tuning::schema::Family;
 
 /// One kernel's audit result.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -60,13 +62,25 @@ fn run(tool: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Matrix instructions a kernel of `arch` must contain.
-fn matrix_mnemonics(arch: Arch) -> &'static [&'static str] {
-    match arch {
-        Arch::Gfx942 => &["v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16bf16_1k"],
-        Arch::Gfx950 => &["v_mfma_f32_16x16x32_bf16", "v_mfma_f32_16x16x32_f16"],
-        Arch::Sm90 => &["mma.sync.aligned.m16n8k16"],
+/// Matrix instructions a kernel of `family` on `arch` must contain.
+fn matrix_mnemonics(arch: Arch, family: Family) -> &'static [&'static str] {
+    match (arch, family) {
+        (Arch::Gfx942, Family::Splitk) => &["v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16bf16_1k"],
+        (Arch::Gfx950, Family::Splitk) => &["v_mfma_f32_16x16x32_bf16", "v_mfma_f32_16x16x32_f16"],
+        (Arch::Sm90, Family::Splitk) => &["mma.sync.aligned.m16n8k16"],
+        (Arch::Gfx942, Family::Vdmfma) => &["v_smfmac_f32_16x16x32_bf16", "v_smfmac_f32_16x16x32_f16"],
+        (Arch::Gfx950, Family::Vdmfma) => &["v_smfmac_f32_16x16x64_bf16", "v_smfmac_f32_16x16x64_f16"],
+        (Arch::Sm90, Family::Vdmfma) => &["mma.sp::ordered_metadata.sync.aligned.m16n8k32"],
     }
+}
+
+/// The family of a catalog entry point (`None`: not in the catalog).
+fn family_of(ak: &ArchKernels, name: &str) -> Option<Family> {
+    ak.kernels.iter().find(|k| k.name == name).map(|k| k.config.family)
+}
+
+fn count_matrix_ops(arch: Arch, family: Option<Family>, line: &str) -> bool {
+    family.is_some_and(|f| matrix_mnemonics(arch, f).iter().any(|m| line.contains(m)))
 }
 
 /// Audits an AMD code object.
@@ -107,13 +121,15 @@ fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
     if !cur.name.is_empty() {
         metas.push(cur);
     }
-    // Matrix instructions per function in the disassembly ("<name>:" headers).
+    // The family's matrix instructions per function in the disassembly ("<name>:" headers).
     let mut counts: std::collections::HashMap<String, u32> = Default::default();
     let mut func = String::new();
+    let mut family = None;
     for line in disasm.lines() {
         if let Some(rest) = line.strip_suffix(">:") {
             func = rest.rsplit('<').next().unwrap_or("").to_owned();
-        } else if matrix_mnemonics(ak.arch).iter().any(|m| line.contains(m)) {
+            family = family_of(ak, &func);
+        } else if count_matrix_ops(ak.arch, family, line) {
             *counts.entry(func.clone()).or_default() += 1;
         }
     }
@@ -124,7 +140,10 @@ fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
         let regs = (m.vgprs.div_ceil(8) * 8) + (m.agprs.div_ceil(8) * 8);
         m.waves_per_simd = if regs == 0 { 8 } else { (512 / regs).min(8) };
         if m.matrix_ops == 0 {
-            m.problems.push("no matrix instruction".into());
+            m.problems.push(match family_of(ak, &m.name) {
+                Some(f) => format!("no {} matrix instruction ({})", f.name(), matrix_mnemonics(ak.arch, f).join(", ")),
+                None => "not in the catalog".into(),
+            });
         }
         if m.scratch != 0 {
             m.problems.push(format!("uses {} B of scratch", m.scratch));
@@ -146,15 +165,17 @@ fn audit_ptx(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
     let text = std::str::from_utf8(ak.image.strip_suffix(&[0]).unwrap_or(ak.image)).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     let mut cur: Option<KernelAudit> = None;
+    let mut family = None;
     for line in text.lines() {
         if let Some(rest) = line.trim().strip_prefix(".visible .entry ").or_else(|| line.trim().strip_prefix(".entry ")) {
             if let Some(k) = cur.take() {
                 out.push(k);
             }
             let name = rest.split('(').next().unwrap_or("").trim().to_owned();
+            family = family_of(ak, &name);
             cur = Some(KernelAudit { arch: ak.arch.name(), name, waves_per_simd: 0, ..Default::default() });
         } else if let Some(k) = cur.as_mut() {
-            if matrix_mnemonics(Arch::Sm90).iter().any(|m| line.contains(m)) {
+            if count_matrix_ops(Arch::Sm90, family, line) {
                 k.matrix_ops += 1;
             }
             if line.contains(".local") {
@@ -165,7 +186,10 @@ fn audit_ptx(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
     out.extend(cur);
     for k in &mut out {
         if k.matrix_ops == 0 {
-            k.problems.push("no mma.sync".into());
+            k.problems.push(match family_of(ak, &k.name) {
+                Some(f) => format!("no {}", matrix_mnemonics(Arch::Sm90, f).join(", ")),
+                None => "not in the catalog".into(),
+            });
         }
         if k.scratch != 0 {
             k.problems.push("uses local memory".into());

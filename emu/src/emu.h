@@ -28,6 +28,7 @@ const ArchInfo& arch_info(Arch a);
 struct Config {
   int tile_m = 0, tile_n = 0, tile_k = 0, stages = 0, wm = 1, wn = 1, wk = 1;
   bool b_to_lds = true;
+  bool vd = false;
   int waves() const { return wm * wn * wk; }
   int threads() const { return waves() * 64; }
   // KernelConfig::lds_bytes in src/tuning/schema.rs (AMD: 64-lane waves).
@@ -188,6 +189,8 @@ std::vector<ProbeEvent>& probe_log();
 // (lane-major); `c`, `d`: per lane 4 floats.
 void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, const float* c, float* d,
                         Mutation m = Mutation::None);
+bool v_smfmac_f32_16x16xk(int k, int dtype, int bmap, const uint32_t* a, const uint32_t* b, const uint32_t* idx,
+                          const float* c, float* d);
 double half_to_double(int dtype, uint16_t v);
 uint16_t double_to_half(int dtype, double v);  // round to nearest even
 

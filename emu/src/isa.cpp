@@ -93,6 +93,41 @@ void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, 
   std::memcpy(d, out, sizeof out);
 }
 
+// Private test build: v_smfmac_f32_16x16x32 (gfx942) / 16x16x64 (gfx950) from the
+// documented layouts, written independently of the kernel's atom.
+bool v_smfmac_f32_16x16xk(int k, int dtype, int bmap, const uint32_t* a, const uint32_t* b, const uint32_t* idx,
+                          const float* c, float* d) {
+  const int na = k / 16, nb = k / 8;
+  double A[16][64] = {}, B[64][16] = {};
+  bool ok = true;
+  for (int l = 0; l < 64; ++l) {
+    const int g = l / 16, i = l % 16;
+    for (int r = 0; r < na; ++r) {
+      const int nib = (idx[l] >> (4 * r)) & 15, p0 = nib & 3, p1 = nib >> 2;
+      if (p0 >= p1) ok = false;
+      const int base = (k == 32 ? 8 * g : 16 * g) + 4 * r;
+      A[i][base + p0] = half_to_double(dtype, (uint16_t)(a[l * na + r] & 0xffff));
+      A[i][base + p1] = half_to_double(dtype, (uint16_t)(a[l * na + r] >> 16));
+    }
+    for (int r = 0; r < nb; ++r)
+      for (int h = 0; h < 2; ++h) {
+        int kk;
+        if (k == 32) kk = 8 * g + 2 * r + h;
+        else if (bmap == 0) kk = 8 * g + 2 * (r % 4) + h + 32 * (r / 4);
+        else kk = 16 * g + 2 * r + h;
+        B[kk][i] = half_to_double(dtype, (uint16_t)(b[l * nb + r] >> (16 * h)));
+      }
+  }
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r) {
+      const int row = 4 * (l / 16) + r, col = l % 16;
+      double s = 0;
+      for (int kk = 0; kk < k; ++kk) s += A[row][kk] * B[kk][col];
+      d[l * 4 + r] = (float)(s + (double)c[l * 4 + r]);
+    }
+  return ok;
+}
+
 BankStats lds_bank_cycles(const uint32_t* lane_addr, uint64_t active, int access_bytes, int banks) {
   BankStats st;
   st.instrs = 1;

@@ -16,6 +16,9 @@
 #include "emu.h"
 #include "fiber.h"
 
+#ifndef SKEMU_B_MAP
+#define SKEMU_B_MAP 0
+#endif
 namespace emu {
 
 const ArchInfo& arch_info(Arch a) {
@@ -27,7 +30,7 @@ const ArchInfo& arch_info(Arch a) {
 
 std::string Config::name(int dtype) const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "skinnylt_splitk_%s_m%dn%dk%d_s%d_w%dx%dx%d_%s", dtype == 0 ? "bf16" : "f16", tile_m,
+  std::snprintf(buf, sizeof buf, "skinnylt_%s_%s_m%dn%dk%d_s%d_w%dx%dx%d_%s", vd ? "vdmfma" : "splitk", dtype == 0 ? "bf16" : "f16", tile_m,
                 tile_n, tile_k, stages, wm, wn, wk, b_to_lds ? "lds" : "reg");
   return buf;
 }
@@ -60,9 +63,9 @@ const char* lds_class_name(int c) {
 
 namespace {
 
-enum Op { OP_NONE, OP_EXIT, OP_BARRIER, OP_DS_READ, OP_COPY, OP_WAIT, OP_MFMA };
+enum Op { OP_NONE, OP_EXIT, OP_BARRIER, OP_DS_READ, OP_COPY, OP_WAIT, OP_MFMA, OP_SMFMAC };
 const char* op_name(int op) {
-  static const char* n[] = {"none", "exit", "s_barrier", "ds_read_b128", "global_load_lds", "s_waitcnt vmcnt", "v_mfma"};
+  static const char* n[] = {"none", "exit", "s_barrier", "ds_read_b128", "global_load_lds", "s_waitcnt vmcnt", "v_mfma", "v_smfmac"};
   return n[op];
 }
 
@@ -83,6 +86,7 @@ struct Lane {
   const uint32_t* b = nullptr;
   const float* c = nullptr;
   float* d = nullptr;
+  uint32_t idx = 0;
   alignas(16) unsigned char data[16];
 };
 
@@ -371,6 +375,7 @@ struct Machine {
       case OP_COPY: exec_copy(w, act); break;
       case OP_WAIT: exec_wait(w); break;
       case OP_MFMA: exec_mfma(w, act); break;
+      case OP_SMFMAC: exec_smfmac(w, act); break;
       default: error("internal", "unknown op", true); return;
     }
     maybe_land(w);
@@ -568,6 +573,25 @@ struct Machine {
       std::memcpy(C + l * 4, w.lanes[l].c, 16);
     }
     v_mfma_f32_16x16xk(kk, dt, A, B, C, D, opt.mutation);
+    for (int l = 0; l < 64; ++l) std::memcpy(w.lanes[l].d, D + l * 4, 16);
+  }
+
+  void exec_smfmac(Wave& w, uint64_t act) {
+    res->mfma++;
+    if (act != ~0ull) {
+      error("mfma-partial-exec", "v_smfmac with lanes that have exited", true);
+      return;
+    }
+    const int kk = w.lanes[0].imm, dt = w.lanes[0].dtype, na = kk / 16, nb = kk / 8;
+    uint32_t A[64 * 4], B[64 * 8], I[64];
+    float C[64 * 4], D[64 * 4];
+    for (int l = 0; l < 64; ++l) {
+      std::memcpy(A + l * na, w.lanes[l].a, (size_t)na * 4);
+      std::memcpy(B + l * nb, w.lanes[l].b, (size_t)nb * 4);
+      std::memcpy(C + l * 4, w.lanes[l].c, 16);
+      I[l] = w.lanes[l].idx;
+    }
+    if (!v_smfmac_f32_16x16xk(kk, dt, SKEMU_B_MAP, A, B, I, C, D)) error("smfmac-index", "invalid sparse index", true);
     for (int l = 0; l < 64; ++l) std::memcpy(w.lanes[l].d, D + l * 4, 16);
   }
 
@@ -921,6 +945,25 @@ void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const uint32_t* a, const ui
   L->c = c;
   L->d = d;
   emu::wave_op(L, emu::OP_MFMA, __builtin_return_address(0));
+}
+
+static void smfmac_hook(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx, void* ra) {
+  Lane* L = t_lane;
+  if (!L) std::abort();
+  L->imm = k;
+  L->dtype = dtype;
+  L->a = a;
+  L->b = b;
+  L->c = c;
+  L->d = d;
+  L->idx = idx;
+  emu::wave_op(L, emu::OP_SMFMAC, ra);
+}
+void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx) {
+  smfmac_hook(32, dtype, d, a, b, c, idx, __builtin_return_address(0));
+}
+void sk_emu_v_smfmac_f32_16x16x64(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx) {
+  smfmac_hook(64, dtype, d, a, b, c, idx, __builtin_return_address(0));
 }
 
 }  // extern "C"

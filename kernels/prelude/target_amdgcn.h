@@ -216,6 +216,22 @@ SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) {
   piece = 2 * g + (lane & 1);
 #endif
 }
+// Swizzle (chunk XOR) of the token tile's rows. ds_read_b128 serves 8 lanes (gfx942)
+// or 16 lanes (gfx950) per cycle; rows are ROW_BYTES >= 128 (gfx950: >= 256) apart, so
+// a 16-B chunk's bank group is its swizzled index mod 8 (16). gfx942: a cycle reads
+// tokens 4h..4h+3 x chunks {2g, 2g+1}; 2(row & 3) sends the 4 rows' chunk pairs to
+// distinct aligned pairs. gfx950: tokens 0..7 x chunks {c, c+4} (c's bit 2 clear);
+// XOR with row bits 0, 1 -> chunk bits 0, 1 and row bit 2 -> chunk bit 3 gives 16
+// distinct chunks. (Family A's swizzle gives 2-way conflicts here.)
+template <int ROW_BYTES>
+SK_DEVICE int vd_x_swizzle(int row) {
+#if defined(__gfx950__)
+  if constexpr (ROW_BYTES == 128) return row & 7;
+  else return (row & 3) | ((row & 4) << 1);
+#else
+  return 2 * (row & 3);
+#endif
+}
 // Sparse index of a lane: parity selects positions {0,1} (even) or {2,3} (odd).
 SK_DEVICE u32 vd_meta(int lane) {
 #if defined(__gfx950__)

@@ -205,6 +205,16 @@ SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) {
   piece = 2 * g + (lane & 1);
 #endif
 }
+// Same function as target_amdgcn.h.
+template <int ROW_BYTES>
+SK_DEVICE int vd_x_swizzle(int row) {
+#if defined(SK_HOST_GFX950)
+  if constexpr (ROW_BYTES == 128) return row & 7;
+  else return (row & 3) | ((row & 4) << 1);
+#else
+  return 2 * (row & 3);
+#endif
+}
 SK_DEVICE u32 vd_meta(int lane) {
 #if defined(SK_HOST_GFX950)
   return (lane & 1) ? 0xEEEEu : 0x4444u;

@@ -171,6 +171,12 @@ constexpr u32 VD_METADATA = 0xEEEE4444u;
 
 SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) { row = lane >> 2; piece = (lane & 3) + 4 * j; }
 SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) { tok = lane >> 2; piece = 2 * (lane & 3) + j; }
+// Swizzle (chunk XOR) of the token tile's rows: a 16-B shared load is served 8 lanes
+// per phase, i.e. tokens g, g+1 x chunks {0, 2, 4, 6} + j; XOR with row & 1 sends the
+// two rows to the even and the odd chunks of the 128-B bank line. (cp.async writes,
+// 8 consecutive chunks of one row per phase, stay conflict-free under any XOR < 8.)
+template <int ROW_BYTES>
+SK_DEVICE int vd_x_swizzle(int row) { return row & 1; }
 // Metadata word of a lane (the same in every lane on sm_90).
 SK_DEVICE u32 vd_meta(int /*lane*/) { return VD_METADATA; }
 // Collapsed output r (0, 1) of a lane: token g, feature 2t + r.

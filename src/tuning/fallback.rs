@@ -9,10 +9,15 @@
 //!    `CTAS_PER_UNIT` CTAs per compute unit — decode GEMMs are bound by streaming
 //!    the weights, which takes many CTAs in flight — keeping at least `MIN_BLOCKS`
 //!    K blocks per split so the LDS ring has something to overlap;
-//! 3. ties: fewer splits (less combine traffic), then larger tile_n.
+//! 3. ties: fewer splits (less combine traffic), then the family whose atom needs no
+//!    token padding (VDMFMA where the dense atom has 16 tokens: gfx942, gfx950; the
+//!    dense family on sm_90, whose dense atom already has 8 tokens and runs at a
+//!    higher issue rate, research/nvidia_side.md §1.6), then larger tile_n.
+//!
+//! VDMFMA configs (tiles of 8 tokens) are candidates only for M <= 8.
 
 use super::Choice;
-use super::schema::{DType, FallbackFile, KernelConfig};
+use super::schema::{DType, FallbackFile, Family, KernelConfig};
 use crate::gpu::Arch;
 use crate::kernels;
 use crate::route::Problem;
@@ -20,6 +25,8 @@ use crate::route::Problem;
 pub const CTAS_PER_UNIT: f64 = 2.0;
 pub const MIN_BLOCKS: u32 = 2;
 pub const MAX_SPLIT: u32 = 64;
+/// Largest M the VDMFMA family (tiles of 8 tokens) is considered for.
+pub const VDMFMA_MAX_M: u32 = 8;
 
 /// An arch's fallback candidates, resolved once (the hot path only iterates).
 #[derive(Clone, Debug)]
@@ -44,12 +51,14 @@ impl Fallback {
 
     /// Chooses a kernel and split-K factor for `p` on a device with `units` CUs/SMs.
     pub fn choose(&self, units: u32, p: &Problem) -> Option<Choice> {
-        let tile_ms = || self.candidates.iter().map(|(c, _)| c.tile_m);
+        let usable = |c: &KernelConfig| c.family != Family::Vdmfma || p.m <= VDMFMA_MAX_M;
+        let tile_ms = || self.candidates.iter().filter(|(c, _)| usable(c)).map(|(c, _)| c.tile_m);
         let tm = tile_ms().filter(|&tm| tm >= p.m).min().or_else(|| tile_ms().max())?;
         let target = CTAS_PER_UNIT * units as f64;
-        let mut best: Option<((f64, u32, i64), Choice)> = None;
+        let prefer_vdmfma = super::schema::target(self.arch.name()).is_some_and(|t| t.atom_toks > VDMFMA_MAX_M);
+        let mut best: Option<((f64, u32, u8, i64), Choice)> = None;
         let d = if p.dtype == DType::Bf16 { 0 } else { 1 };
-        for (c, idx) in self.candidates.iter().filter(|(c, _)| c.tile_m == tm) {
+        for (c, idx) in self.candidates.iter().filter(|(c, _)| c.tile_m == tm && usable(c)) {
             let Some(kernel) = idx[d] else { continue };
             let tiles = p.n.div_ceil(c.tile_n) as u64 * p.m.div_ceil(c.tile_m) as u64;
             let nkb = p.k.div_ceil(c.tile_k);
@@ -58,7 +67,8 @@ impl Fallback {
             for s in 1..=max_split {
                 let ctas = (tiles * s as u64) as f64;
                 let miss = (ctas / target).ln().abs();
-                let key = (miss, s, -(c.tile_n as i64));
+                let rank = u8::from((c.family == Family::Vdmfma) != prefer_vdmfma);
+                let key = (miss, s, rank, -(c.tile_n as i64));
                 if best.as_ref().is_none_or(|(k, _)| key.partial_cmp(k) == Some(std::cmp::Ordering::Less)) {
                     best = Some((key, Choice::Run { kernel, split_k: s }));
                 }
@@ -95,6 +105,27 @@ mod tests {
         }
     }
 
+    /// VDMFMA kernels run M <= 8 only; on gfx942/gfx950 (dense atom of 16 tokens)
+    /// they are the choice for M <= 8, on sm_90 the dense family wins the ties.
+    #[test]
+    fn vdmfma_only_for_m_up_to_8_and_preferred_on_amd() {
+        for arch in Arch::ALL {
+            let fb = Fallback::for_arch(arch);
+            assert!(fb.candidates.iter().any(|(c, _)| c.family == Family::Vdmfma), "{arch:?}: no VDMFMA fallback config");
+            for m in 1..=40 {
+                for (n, k) in [(512, 7168), (2880, 2880), (16384, 16384), (100, 64)] {
+                    let Some(Choice::Run { kernel, .. }) = fb.choose(arch.default_units(), &problem(m, n, k, DType::Bf16)) else { panic!() };
+                    let fam = kernels::for_arch(arch).kernels[kernel].config.family;
+                    if m > VDMFMA_MAX_M {
+                        assert_eq!(fam, Family::Splitk, "{arch:?} M={m}");
+                    } else if arch != Arch::Sm90 {
+                        assert_eq!(fam, Family::Vdmfma, "{arch:?} M={m} N={n} K={k}");
+                    }
+                }
+            }
+        }
+    }
+
     proptest! {
         /// Every problem gets a compiled kernel of its dtype whose token tile covers
         /// M (or is the largest), with a split that leaves >= MIN_BLOCKS K blocks.
@@ -109,6 +140,7 @@ mod tests {
             prop_assert!(split_k >= 1 && split_k <= MAX_SPLIT);
             let nkb = p.k.div_ceil(e.config.tile_k);
             prop_assert!(split_k == 1 || nkb / split_k >= MIN_BLOCKS);
+            prop_assert!(e.config.family != Family::Vdmfma || m <= VDMFMA_MAX_M);
         }
     }
 }

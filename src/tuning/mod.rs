@@ -161,6 +161,36 @@ mod tests {
         }
     }
 
+    /// The VDMFMA family: its own kernel names, serde name "vdmfma", and its target
+    /// rules (8-token tiles, whole sparse atoms along N and K).
+    #[test]
+    fn vdmfma_configs_are_named_and_checked() {
+        use crate::tuning::schema::{Family, KernelConfig};
+        let c: KernelConfig = serde_json::from_str(
+            r#"{"family":"vdmfma","tile_m":8,"tile_n":64,"tile_k":128,"stages":2,"warps":[1,2,1],"b_to_lds":true}"#,
+        )
+        .unwrap();
+        assert_eq!(c.family, Family::Vdmfma);
+        assert_eq!(c.name(DType::Bf16), "skinnylt_vdmfma_bf16_m8n64k128_s2_w1x2x1_lds");
+        let dense = KernelConfig { family: Family::Splitk, ..c };
+        assert_ne!(c.name(DType::Bf16), dense.name(DType::Bf16));
+        assert!(serde_json::to_string(&c).unwrap().contains("\"family\":\"vdmfma\""));
+        for t in ["gfx942", "gfx950", "sm90"] {
+            c.check(&target(t).unwrap()).unwrap();
+            // 16 tokens: not this family's tile.
+            assert!(KernelConfig { tile_m: 16, ..c }.check(&target(t).unwrap()).is_err(), "{t}");
+        }
+        // gfx950's atom takes 128 k per step; gfx942's and sm_90's 64.
+        let k64 = KernelConfig { tile_k: 64, ..c };
+        assert!(k64.check(&target("gfx950").unwrap()).is_err());
+        k64.check(&target("gfx942").unwrap()).unwrap();
+        k64.check(&target("sm90").unwrap()).unwrap();
+        // AMD atoms are 32 weight rows per wave (two 16-column instruction groups); sm_90's 16.
+        let n16 = KernelConfig { tile_n: 16, warps: [1, 1, 1], ..c };
+        assert!(n16.check(&target("gfx942").unwrap()).is_err());
+        n16.check(&target("sm90").unwrap()).unwrap();
+    }
+
     #[test]
     fn lookup_honours_ranges_and_forward() {
         let text = r#"{"schema":1,"arch":"sm90","entries":[

@@ -37,6 +37,34 @@ impl DType {
 pub enum Family {
     /// LDS-pipelined split-K (kernels/splitk_gemm.h).
     Splitk,
+    /// The same pipeline on the virtual-dense 4:2 sparse matrix instructions, for
+    /// tiles of 8 tokens (kernels/vdmfma_gemm.h).
+    Vdmfma,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Splitk => "splitk",
+            Family::Vdmfma => "vdmfma",
+        }
+    }
+    /// The instance macro of kernels/<family>_gemm.h.
+    pub fn instance_macro(self) -> &'static str {
+        match self {
+            Family::Splitk => "SK_SPLITK_INSTANCE",
+            Family::Vdmfma => "SK_VDMFMA_INSTANCE",
+        }
+    }
+    /// The matrix atom of the family on a target: (weight rows, tokens, k per step);
+    /// mirrors DenseAtom (splitk_gemm.h) and VdAtom (vdmfma_gemm.h) with the
+    /// prelude's ATOM_TOKS and VD_* constants.
+    pub fn atom(self, t: &TargetFacts) -> (u32, u32, u32) {
+        match self {
+            Family::Splitk => (16, t.atom_toks, 32),
+            Family::Vdmfma => (2 * t.vd_rows, 8, t.vd_k),
+        }
+    }
 }
 
 /// One compiled kernel variant (everything that is a template parameter).
@@ -73,12 +101,16 @@ pub struct TargetFacts {
     pub atom_toks: u32,
     pub lds_limit: u32,
     pub amd: bool,
+    /// The sparse instruction's weight rows (VD_ROWS) and the VDMFMA atom's k per
+    /// step (VD_K).
+    pub vd_rows: u32,
+    pub vd_k: u32,
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true },
-    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, vd_rows: 16, vd_k: 64 },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, vd_rows: 16, vd_k: 128 },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, vd_rows: 8, vd_k: 64 },
 ];
 
 pub fn target(name: &str) -> Option<TargetFacts> {
@@ -92,7 +124,8 @@ impl KernelConfig {
     pub fn threads(&self, t: &TargetFacts) -> u32 {
         self.waves() * t.wave
     }
-    /// LDS bytes the kernel uses (SplitK::LDS_BYTES in splitk_gemm.h).
+    /// LDS bytes the kernel uses (SplitK::LDS_BYTES in splitk_gemm.h; the same
+    /// formula for both families, whose atoms leave 4 outputs per lane).
     pub fn lds_bytes(&self, t: &TargetFacts) -> u32 {
         let row = self.tile_k * 2;
         let w = if self.b_to_lds { self.tile_n * row } else { 0 };
@@ -106,7 +139,8 @@ impl KernelConfig {
     pub fn name(&self, dtype: DType) -> String {
         let [wm, wn, wk] = self.warps;
         format!(
-            "skinnylt_splitk_{}_m{}n{}k{}_s{}_w{}x{}x{}_{}",
+            "skinnylt_{}_{}_m{}n{}k{}_s{}_w{}x{}x{}_{}",
+            self.family.name(),
             dtype.name(),
             self.tile_m,
             self.tile_n,
@@ -118,22 +152,26 @@ impl KernelConfig {
             if self.b_to_lds { "lds" } else { "reg" }
         ) + if self.cluster { "_cl" } else { "" }
     }
-    /// The static rules of splitk_gemm.h for a target, so a bad tuning entry fails
-    /// the build with a message instead of a compiler error.
+    /// The static rules of splitk_gemm.h (and vdmfma_gemm.h) for a target, so a bad
+    /// tuning entry fails the build with a message instead of a compiler error.
     pub fn check(&self, t: &TargetFacts) -> Result<(), String> {
         let [wm, wn, wk] = self.warps;
+        let (rows, toks, k) = self.family.atom(t);
         let err = |m: &str| Err(format!("{}: {m}", self.name(DType::Bf16)));
         if wm == 0 || wn == 0 || wk == 0 || self.waves() > 16 {
             return err("1..16 waves");
         }
-        if self.tile_n % (16 * wn) != 0 {
-            return err("tile_n must be a multiple of 16 * warps_n");
+        if self.tile_n % (rows * wn) != 0 {
+            return err(&format!("tile_n must be a multiple of {rows} (the atom's weight rows) * warps_n"));
         }
-        if self.tile_m % (t.atom_toks * wm) != 0 {
+        if self.tile_m % (toks * wm) != 0 {
             return err("tile_m must be a multiple of the atom's tokens * warps_m");
         }
-        if self.tile_k < 64 || self.tile_k % (32 * wk) != 0 || !self.tile_k.is_power_of_two() {
-            return err("tile_k must be a power of two >= 64 and a multiple of 32 * warps_k");
+        if self.family == Family::Vdmfma && self.tile_m != 8 {
+            return err("the VDMFMA family is for tiles of 8 tokens");
+        }
+        if self.tile_k < 64 || self.tile_k % (k * wk) != 0 || !self.tile_k.is_power_of_two() {
+            return err(&format!("tile_k must be a power of two >= 64 and a multiple of {k} (the atom's k step) * warps_k"));
         }
         if self.stages < 2 {
             return err("stages >= 2");
@@ -152,6 +190,9 @@ impl KernelConfig {
             let group = t.wave * copy;
             if (self.tile_n * self.tile_k * 2) % group != 0 {
                 return err("weight stage must be whole copy instructions");
+            }
+            if (self.tile_m * self.tile_k * 2) % group != 0 {
+                return err("activation stage must be whole copy instructions");
             }
             // The most copies any wave issues per stage, with STAGES-1 stages in
             // flight at once: the counter (6 bits) must never need to exceed 63.

@@ -8,14 +8,23 @@
 //! * determinism: identical bits over 100 runs of split-K shapes;
 //! * graph capture of split-K GEMMs and 1000 replays, bitwise equal to eager runs;
 //! * two streams at once on one handle, bitwise equal to single-stream runs.
+//!
+//! `--kernel-sweep` runs instead every compiled kernel of the device's arch (both
+//! families, both dtypes), forced through `engine::run_choice` (the launch path of
+//! `skinnylt tune`), at several split-K factors on small odd shapes — M = 1..8 for
+//! every kernel (plus M just below and above the token tile for larger tiles), N
+//! and K not multiples of the tiles, padded leading dimensions, bias or not, alpha
+//! != 1 — against the float64 reference. This covers kernels the tuning table and
+//! the fallback would not pick, e.g. the VDMFMA family on sm_90.
 
 use std::ffi::c_void;
 use std::time::Instant;
 
 use skinnylt::gpu::cuda::Cuda;
 use skinnylt::gpu::{self, Runtime};
-use skinnylt::route::DType;
-use skinnylt::{grid, stats};
+use skinnylt::route::{DType, Form, Problem};
+use skinnylt::tuning::Choice;
+use skinnylt::{engine, grid, kernels, stats};
 
 use crate::client::{Handle, Linear};
 use crate::reference::{self, Rng};
@@ -38,6 +47,13 @@ pub struct Args {
     /// "shipped": use the table (shapes it forwards are reported, not run).
     #[arg(long, default_value = "fallback")]
     pub tuning: String,
+    /// Run only the kernel sweep: every compiled kernel at several split-K factors on
+    /// small odd shapes with M = 1..8 (see the module doc).
+    #[arg(long)]
+    pub kernel_sweep: bool,
+    /// With --kernel-sweep: only kernels whose name contains this text (e.g. "vdmfma").
+    #[arg(long)]
+    pub kernel_filter: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -108,6 +124,13 @@ fn suite(cu: &Cuda, a: &Args) -> Result<i32, String> {
     let ws_bytes = 64 << 20;
     let mut s = Suite { cu, h: Handle::new()?, rng: Rng(seed), ws: Buf(cu, cu.malloc(ws_bytes)?), ws_bytes, passed: 0, forwarded: 0, failed: Vec::new(), log: Vec::new() };
 
+    if a.kernel_sweep {
+        let t0 = Instant::now();
+        s.kernel_sweep(dev.arch, a.kernel_filter.as_deref())?;
+        println!("kernel sweep: {:.0} s", t0.elapsed().as_secs_f64());
+        return s.finish(a);
+    }
+
     // ---- correctness over the public grid and odd shapes ----
     let mut cases = Vec::new();
     let shapes = grid::public();
@@ -142,18 +165,7 @@ fn suite(cu: &Cuda, a: &Args) -> Result<i32, String> {
     s.determinism(&split_shapes)?;
     s.graph_replay(&split_shapes)?;
     s.two_streams(&split_shapes[0], &split_shapes[2])?;
-
-    if let Some(path) = &a.out {
-        std::fs::write(path, s.log.join("\n") + "\n").map_err(|e| e.to_string())?;
-    }
-    for f in &s.failed {
-        println!("FAILED: {f}");
-    }
-    if s.forwarded > 0 {
-        println!("{} cases forwarded by the tuning table (not run)", s.forwarded);
-    }
-    println!("{} passed, {} failed", s.passed, s.failed.len());
-    Ok((!s.failed.is_empty()) as i32)
+    s.finish(a)
 }
 
 /// Inputs of one case on the device.
@@ -169,6 +181,112 @@ struct Inputs<'a> {
 }
 
 impl<'a> Suite<'a> {
+    /// Writes the log, prints the failures and the closing line; the exit status.
+    fn finish(&self, a: &Args) -> Result<i32, String> {
+        if let Some(path) = &a.out {
+            std::fs::write(path, self.log.join("\n") + "\n").map_err(|e| e.to_string())?;
+        }
+        for f in &self.failed {
+            println!("FAILED: {f}");
+        }
+        if self.forwarded > 0 {
+            println!("{} cases forwarded by the tuning table (not run)", self.forwarded);
+        }
+        println!("{} passed, {} failed", self.passed, self.failed.len());
+        Ok((!self.failed.is_empty()) as i32)
+    }
+
+    /// Every compiled kernel of `arch` (name containing `filter`), forced through
+    /// `engine::run_choice`, on small odd shapes at several split-K factors.
+    fn kernel_sweep(&mut self, arch: skinnylt::gpu::Arch, filter: Option<&str>) -> Result<(), String> {
+        const SPLITS: [u32; 4] = [1, 2, 3, 5];
+        let cu = self.cu;
+        let cat = kernels::for_arch(arch);
+        let mut swept = 0;
+        for (ki, ke) in cat.kernels.iter().enumerate() {
+            if filter.is_some_and(|f| !ke.name.contains(f)) {
+                continue;
+            }
+            swept += 1;
+            let c = ke.config;
+            let (tm, tn, tk) = (c.tile_m as usize, c.tile_n as usize, c.tile_k as usize);
+            let mut ms: Vec<usize> = (1..=8).collect();
+            if tm > 8 {
+                ms.extend([tm - 1, tm + 1]);
+            }
+            let (mut ok, mut worst) = (0usize, 0f64);
+            let failed_before = self.failed.len();
+            for (mi, &m) in ms.iter().enumerate() {
+                let r = &mut self.rng;
+                // N: a partial last tile (sometimes a single partial tile), odd; K: a
+                // multiple of 8 with a partial last K block, >= 5 blocks (split 5).
+                let n = if mi % 3 == 0 { 1 + 2 * r.below((tn / 2) as u64) as usize } else { tn + 1 + 2 * r.below(tn as u64) as usize };
+                let k = 5 * tk + 8 * (1 + r.below((tk / 8 - 1) as u64) as usize);
+                let bias = mi % 2 == 0;
+                let (ldw, ldy) = (k + 8 * (mi % 3), n + mi % 4);
+                let alpha = if mi % 4 == 1 { 0.5f32 } else { 1.0 };
+                let w = reference::random_matrix(r, ke.dtype, n, k, ldw);
+                let x = reference::random_matrix(r, ke.dtype, m, k, k);
+                let b = reference::random_matrix(r, ke.dtype, 1, n, n);
+                let want = reference::reference(ke.dtype, m, n, k, &w, ldw, &x, k, bias.then_some(&b[..]), alpha as f64);
+                let (dw, dx, db, dy) = (Buf(cu, cu.malloc(w.len() * 2)?), Buf(cu, cu.malloc(x.len() * 2)?), Buf(cu, cu.malloc(b.len() * 2)?), Buf(cu, cu.malloc(m * ldy * 2)?));
+                cu.htod(dw.1, &w)?;
+                cu.htod(dx.1, &x)?;
+                cu.htod(db.1, &b)?;
+                let p = Problem {
+                    dtype: ke.dtype,
+                    form: Form::Linear,
+                    m: m as u32,
+                    n: n as u32,
+                    k: k as u32,
+                    w: dw.1,
+                    ldw: ldw as u64,
+                    x: dx.1,
+                    ldx: k as u64,
+                    y: dy.1,
+                    ldy: ldy as u64,
+                    bias: if bias { db.1 } else { 0 },
+                    alpha,
+                };
+                for (si, &split) in SPLITS.iter().enumerate() {
+                    let name = format!("sweep {} M={m} N={n} K={k} split={split} bias={bias} ldw={ldw} ldy={ldy} alpha={alpha}", ke.name);
+                    let (ws, ws_size) = if (mi + si) % 2 == 1 { (self.ws.1, self.ws_bytes) } else { (0, 0) };
+                    cu.memset16(dy.1, 0xffff, m * ldy)?; // NaN poison
+                    let res = engine::run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, ws, ws_size, std::ptr::null_mut())
+                        .map_err(|r| format!("run_choice: {}", r.name()))
+                        .and_then(|_| cu.device_sync())
+                        .and_then(|_| {
+                            let mut y = vec![0u16; m * ldy];
+                            cu.dtoh(&mut y, dy.1)?;
+                            Ok(y)
+                        })
+                        .and_then(|y| {
+                            if (0..m).any(|t| (n..ldy).any(|j| y[t * ldy + j] != 0xffff)) {
+                                return Err("wrote outside the m×n output".into());
+                            }
+                            match reference::rel_error(ke.dtype, m, n, &y, ldy, &want) {
+                                None => Err("output not fully written (NaN poison left) or non-finite".into()),
+                                Some(e) if e > reference::tolerance(ke.dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(ke.dtype))),
+                                Some(e) => {
+                                    worst = worst.max(e);
+                                    ok += 1;
+                                    Ok(format!("rel_err={e:.3e}"))
+                                }
+                            }
+                        });
+                    self.record(name, res);
+                }
+            }
+            let bad = self.failed.len() - failed_before;
+            println!("{:<60} {:>3} ok {:>3} failed  max rel err {worst:.2e}", ke.name, ok, bad);
+        }
+        if swept == 0 {
+            return Err(format!("no {} kernel matches the filter", arch.name()));
+        }
+        println!("kernel sweep: {swept} kernels of {}", arch.name());
+        Ok(())
+    }
+
     fn inputs(&mut self, c: &Case) -> Result<Inputs<'a>, String> {
         let cu = self.cu;
         let w = reference::random_matrix(&mut self.rng, c.dtype, c.n, c.k, c.ldw);
