@@ -22,9 +22,10 @@ use skinnylt::vendor::cublaslt::CublasLt;
 use crate::client::{Handle, Linear};
 use crate::reference::{self, Rng};
 
+/// Which shapes and dtype a measuring command works on (`bench`, `tune`).
 #[derive(clap::Args)]
-pub struct Args {
-    /// Groups of the public grid to run (G1, G2, G3).
+pub struct ShapeArgs {
+    /// Groups of the public grid to run (G1, G2, G3; "none" for only --shape).
     #[arg(long, value_delimiter = ',', default_values_t = vec!["G1".to_string(), "G2".to_string(), "G3".to_string()])]
     pub groups: Vec<String>,
     /// Extra shapes "M,N,K[,bias]" (repeatable).
@@ -32,6 +33,23 @@ pub struct Args {
     pub shapes: Vec<String>,
     #[arg(long, value_enum, default_value = "bf16")]
     pub dtype: crate::demo::DTypeArg,
+}
+
+impl ShapeArgs {
+    /// The selected grid groups, then the extra shapes.
+    pub fn shapes(&self) -> Result<Vec<Shape>, String> {
+        let mut v: Vec<Shape> = grid::public().into_iter().filter(|s| self.groups.iter().any(|g| g == s.group)).collect();
+        for sh in &self.shapes {
+            v.push(parse_shape(sh)?);
+        }
+        Ok(v)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub select: ShapeArgs,
     /// Timed graph replays per measurement.
     #[arg(long, default_value_t = 15)]
     pub reps: usize,
@@ -78,7 +96,7 @@ pub fn run(a: &Args) -> i32 {
     }
 }
 
-pub fn parse_shape(s: &str) -> Result<Shape, String> {
+fn parse_shape(s: &str) -> Result<Shape, String> {
     let v: Vec<&str> = s.split(',').collect();
     let num = |i: usize| v.get(i).and_then(|x| x.trim().parse::<u32>().ok()).ok_or(format!("bad shape {s}"));
     Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
@@ -175,7 +193,7 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
     let dev = skinnylt::engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let lt = CublasLt::load()?;
-    let dtype: DType = a.dtype.into();
+    let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
     let bw = copy_bandwidth(cu, s)?;
     println!(
@@ -187,10 +205,7 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
         lt.version(),
         lt.path
     );
-    let mut shapes: Vec<Shape> = grid::public().into_iter().filter(|s| a.groups.iter().any(|g| g == s.group)).collect();
-    for sh in &a.shapes {
-        shapes.push(parse_shape(sh)?);
-    }
+    let shapes = a.select.shapes()?;
     let h = Handle::new()?;
     let ws_bytes = 32usize << 20;
     let ws = Buf(cu, cu.malloc(ws_bytes)?);

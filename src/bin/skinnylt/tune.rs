@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use skinnylt::gpu::{self, Runtime};
-use skinnylt::grid::{self, Shape};
+use skinnylt::grid::Shape;
 use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::MIN_BLOCKS;
@@ -16,7 +16,7 @@ use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
 use skinnylt::vendor::cublaslt::CublasLt;
 use skinnylt::{engine, kernels};
 
-use crate::bench::{Buf, ColdSets, copy_bandwidth, parse_shape, time_graph};
+use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, time_graph};
 use crate::client::Handle;
 use crate::reference::{self, Rng};
 
@@ -25,13 +25,8 @@ pub struct Args {
     /// Output tuning file (read first: its shapes are skipped).
     #[arg(long, default_value = "tuning/sm90.json")]
     pub out: String,
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["G1".to_string(), "G2".to_string(), "G3".to_string()])]
-    pub groups: Vec<String>,
-    /// Extra shapes "M,N,K[,bias]".
-    #[arg(long = "shape")]
-    pub shapes: Vec<String>,
-    #[arg(long, value_enum, default_value = "bf16")]
-    pub dtype: crate::demo::DTypeArg,
+    #[command(flatten)]
+    pub select: ShapeArgs,
     /// Also write entries for the other dtype with the same choice.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub mirror_dtype: bool,
@@ -66,7 +61,7 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
     cu.make_current(dev.ctx)?;
     let arch = dev.arch;
     let lt = CublasLt::load()?;
-    let dtype: DType = a.dtype.into();
+    let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
     let bw = copy_bandwidth(cu, s)?;
     let mut file: TuningFile = std::fs::read_to_string(&a.out)
@@ -79,10 +74,7 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         notes: "measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of cuBLASLt's top-8 in the same run; speedup < 1.03 => forward".into(),
     };
-    let mut shapes: Vec<Shape> = grid::public().into_iter().filter(|s| a.groups.iter().any(|g| g == s.group)).collect();
-    for sh in &a.shapes {
-        shapes.push(parse_shape(sh)?);
-    }
+    let shapes: Vec<Shape> = a.select.shapes()?;
     // Token ranges: each measured M covers up to the next measured M of its shape.
     let h = Handle::new()?;
     let ws_bytes = 32usize << 20;
