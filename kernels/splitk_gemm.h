@@ -317,12 +317,12 @@ struct SplitK {
 #pragma unroll
           for (int ta = 0; ta < TA; ++ta) {
             const f32x4* at = mine + wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane;
-            f32x4 v[8];
+            f32x4 v[MAX_CLUSTER];
 #pragma unroll
-            for (int r = 0; r < 8; ++r) v[r] = r < S ? cluster_load16(at, (u32)r) : f32x4{0.f, 0.f, 0.f, 0.f};
+            for (int r = 0; r < MAX_CLUSTER; ++r) v[r] = r < S ? cluster_load16(at, (u32)r) : f32x4{0.f, 0.f, 0.f, 0.f};
             f32x4 total = v[0];
 #pragma unroll
-            for (int r = 1; r < 8; ++r)
+            for (int r = 1; r < MAX_CLUSTER; ++r)
               if (r < S) total += v[r];
             acc[ra][ta][0] = total.x;
             acc[ra][ta][1] = total.y;

@@ -79,6 +79,7 @@ SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v
 SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
 // No thread-block clusters: split-K always combines through global memory.
 constexpr bool HAS_CLUSTERS = false;
+constexpr int MAX_CLUSTER = 1;
 SK_DEVICE u32 cluster_rank() { return 0; }
 SK_DEVICE void cluster_sync() {}
 SK_DEVICE f32x4 cluster_load16(const void* local, u32) { return *(const f32x4*)local; }

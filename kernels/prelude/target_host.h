@@ -118,6 +118,7 @@ SK_DEVICE f32x4 load_partial(const float* p) {
 SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v); }
 // No thread-block clusters on AMD: the kernels' cluster path is never instantiated.
 constexpr bool HAS_CLUSTERS = false;
+constexpr int MAX_CLUSTER = 1;
 SK_DEVICE u32 cluster_rank() { return 0; }
 SK_DEVICE void cluster_sync() {}
 SK_DEVICE f32x4 cluster_load16(const void* local, u32) { return *(const f32x4*)local; }

@@ -85,6 +85,8 @@ SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
 }
 // ---- thread-block clusters (sm_90): split-K through distributed shared memory ----
 constexpr bool HAS_CLUSTERS = true;
+// Largest cluster the kernels combine (16 is sm_90's non-portable maximum).
+constexpr int MAX_CLUSTER = 16;
 SK_DEVICE u32 cluster_rank() {
   u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));

@@ -20,6 +20,7 @@ const ATTR_CC_MAJOR: c_int = 75;
 const ATTR_CC_MINOR: c_int = 76;
 // CUfunction_attribute.
 const FUNC_ATTR_MAX_DYNAMIC_SHARED: c_int = 8;
+const FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: c_int = 14;
 // CUjit_option: error log buffer and its size.
 const JIT_ERROR_LOG_BUFFER: c_int = 5;
 const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
@@ -222,7 +223,11 @@ impl Cuda {
     }
 
     pub fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()> {
-        self.with_ctx(ctx, || cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_MAX_DYNAMIC_SHARED, bytes as c_int)))
+        self.with_ctx(ctx, || {
+            cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_MAX_DYNAMIC_SHARED, bytes as c_int))?;
+            // Clusters of up to 16 CTAs (tuned entries only; the fallback stays portable).
+            cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+        })
     }
 
     pub fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {

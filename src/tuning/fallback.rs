@@ -62,7 +62,7 @@ impl Fallback {
             let Some(kernel) = idx[d] else { continue };
             let tiles = p.n.div_ceil(c.tile_n) as u64 * p.m.div_ceil(c.tile_m) as u64;
             let nkb = p.k.div_ceil(c.tile_k);
-            let cap = if c.cluster { super::schema::MAX_CLUSTER_SPLIT } else { MAX_SPLIT };
+            let cap = if c.cluster { super::schema::PORTABLE_CLUSTER_SPLIT } else { MAX_SPLIT };
             let max_split = (nkb / MIN_BLOCKS).clamp(1, cap);
             for s in 1..=max_split {
                 let ctas = (tiles * s as u64) as f64;

@@ -90,8 +90,11 @@ pub struct KernelConfig {
     pub cluster: bool,
 }
 
-/// Largest portable thread-block cluster on sm_90.
-pub const MAX_CLUSTER_SPLIT: u32 = 8;
+/// Largest thread-block cluster on sm_90 (16 is "non-portable": it may not fit
+/// every launch, so only measured tuning entries use more than 8).
+pub const MAX_CLUSTER_SPLIT: u32 = 16;
+/// Largest portable cluster: what the fallback may choose without a measurement.
+pub const PORTABLE_CLUSTER_SPLIT: u32 = 8;
 
 /// Target facts the config rules need (mirrors kernels/prelude/target_*.h).
 #[derive(Clone, Copy, Debug)]
