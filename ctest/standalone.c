@@ -125,7 +125,12 @@ static void test_pref(void) {
     CHECK_GET(hipblasLtMatmulPreferenceGetAttribute, p, HIPBLASLT_MATMUL_PREF_SEARCH_MODE, int32_t, 0, "pref SEARCH_MODE default");
     uint64_t v = 1;
     CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, NULL, 8), HIPBLAS_STATUS_INVALID_VALUE, "pref set NULL buf");
-    CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &v, 4), HIPBLAS_STATUS_INVALID_VALUE, "pref set size too small");
+    /* hipBLASLt 0.11 rejects only size 0 for preferences (research §2.9); a 4-byte
+       payload is taken as the value it holds (PyTorch passes a size_t). */
+    CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &v, 0), HIPBLAS_STATUS_INVALID_VALUE, "pref set size 0");
+    uint32_t small = 4096;
+    CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &small, sizeof small), 0, "pref set 4-byte payload");
+    CHECK_GET(hipblasLtMatmulPreferenceGetAttribute, p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t, 4096, "pref MAX_WORKSPACE_BYTES from a 4-byte payload");
     CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, 999, &v, sizeof v), HIPBLAS_STATUS_INVALID_VALUE, "pref set unknown attribute");
     CHECK_EQ(hipblasLtMatmulPreferenceDestroy(p), 0, "PreferenceDestroy");
 }

@@ -83,12 +83,18 @@ fn own_payload_size(family: Family, attr: i32) -> Option<usize> {
 }
 
 /// Standalone SetAttribute: the checks hipBLASLt makes, then the value.
+/// Preferences take any non-zero size (hipBLASLt 0.11 only rejects 0; we read at
+/// most what the caller passed); descriptors and layouts need the field's size.
 unsafe fn own_set(family: Family, attr: i32, buf: *const c_void, size: usize) -> Result<u64, Status> {
     let need = own_payload_size(family, attr).ok_or(STATUS_INVALID_VALUE)?;
-    if buf.is_null() || size < need {
+    let enough = match family {
+        Family::Pref => size > 0,
+        _ => size >= need,
+    };
+    if buf.is_null() || !enough {
         return Err(STATUS_INVALID_VALUE);
     }
-    Ok(unsafe { shadow::read_payload(buf.cast(), need) })
+    Ok(unsafe { shadow::read_payload(buf.cast(), need.min(size)) })
 }
 
 /// Standalone GetAttribute: writes `value` (of the attribute's size).
@@ -604,14 +610,17 @@ pub unsafe fn matmul(
     if workspace.is_null() && workspace_size > 0 {
         return forward(Reason::NullArgument);
     }
-    let outcome = {
+    // The side table is read under its lock; the launch (or the forward) happens
+    // after the lock is released.
+    let routed = {
         let guard = shadow::read();
         let Some(t) = guard.as_ref() else { return forward(Reason::UnknownDescriptor) };
         let desc_state = t.descs.get(&(desc as usize)).map(|e| &e.1);
         let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
-        // Scalars are host floats only in host pointer mode; routing forwards the rest.
-        let host = desc_state.is_some_and(|s| s.pointer_mode() == POINTER_MODE_HOST);
-        let read = |p: *const c_void| (host && !p.is_null()).then(|| unsafe { *(p as *const f32) });
+        // alpha and beta are host floats only with an fp32 scale type in host pointer
+        // mode; otherwise routing forwards, and they are not read here at all.
+        let host_f32 = desc_state.is_some_and(|s| s.pointer_mode() == POINTER_MODE_HOST && s.scale_type == R_32F);
+        let read = |p: *const c_void| (host_f32 && !p.is_null()).then(|| unsafe { std::ptr::read_unaligned(p as *const f32) });
         let call = Call {
             desc: desc_state,
             a: lay(a_desc),
@@ -622,11 +631,9 @@ pub unsafe fn matmul(
             alpha: read(alpha),
             beta: read(beta),
         };
-        match route::route(&call, &policy()) {
-            Ok(problem) => engine::run(handle as usize, &problem, workspace as u64, workspace_size, stream),
-            Err(r) => Err(r),
-        }
+        route::route(&call, &policy())
     };
+    let outcome = routed.and_then(|problem| engine::run(handle as usize, &problem, workspace as u64, workspace_size, stream));
     match outcome {
         Ok(()) => {
             stats::count_intercepted();

@@ -139,8 +139,13 @@ impl Engine {
         })
     }
 
-    /// The lane of `stream`, claiming a free one on first use.
+    /// The lane of `stream`, claiming a free one on first use. The special handles
+    /// 0x1 (legacy) and 0x2 (per-thread default stream: a different stream in every
+    /// thread under one value) never get one.
     fn lane(&self, stream: *mut c_void) -> Option<usize> {
+        if matches!(stream as usize, 1 | 2) {
+            return None;
+        }
         let key = stream as u64 + 1;
         for (i, l) in self.lanes.iter().enumerate() {
             let v = l.load(Ordering::Acquire);
@@ -220,6 +225,7 @@ pub fn plan(
     let Choice::Run { kernel, mut split_k } = choice else {
         return Err(Reason::TunedForward);
     };
+    split_k = split_k.clamp(1, crate::tuning::fallback::MAX_SPLIT);
     let e: &KernelEntry = &kernels::for_arch(arch).kernels[kernel];
     let c = e.config;
     let tiles = p.n.div_ceil(c.tile_n) as usize * p.m.div_ceil(c.tile_m) as usize;
@@ -230,8 +236,11 @@ pub fn plan(
         let fits = (partial_capacity / per_split.max(1)) as u32;
         split_k = if fits >= 2 { split_k.min(fits) } else { 1 };
     }
-    if tiles > u32::MAX as usize / 2 || (split_k > 1 && tiles > MAX_TILES) {
+    if tiles > u32::MAX as usize / 2 {
         return Err(Reason::Dimensions);
+    }
+    if split_k > 1 && !c.cluster && tiles > MAX_TILES {
+        split_k = 1; // more tiles than counters: no split-K (still correct)
     }
     let t = crate::tuning::schema::target(arch.name()).expect("known arch");
     Ok(Plan {
@@ -294,8 +303,17 @@ fn with_engine<R>(handle: usize, f: impl FnOnce(&Engine) -> Result<R, Reason>) -
 
 fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
     let dev = &e.dev;
-    let (partials, counters) = if plan.split_k > 1 && !plan.cluster {
-        let lane = e.lane(stream).ok_or(Reason::StreamSlots)?;
+    // A stream without a lane (all taken, or a special handle) runs without split-K:
+    // still correct, just less parallel. Cluster plans need no lane.
+    let mut plan = *plan;
+    let lane = if plan.split_k > 1 && !plan.cluster { e.lane(stream) } else { None };
+    if plan.split_k > 1 && !plan.cluster && lane.is_none() {
+        crate::stats::count_lane_fallback();
+        plan.split_k = 1;
+        plan.grid[1] = 1;
+        plan.partial_bytes = 0;
+    }
+    let (partials, counters) = if let Some(lane) = lane.filter(|_| plan.split_k > 1) {
         // The caller's workspace when it is large enough (it is stream-ordered by
         // the caller's contract), else the lane's own buffer, which plan() sized for.
         let partials = if workspace != 0 && workspace % 16 == 0 && workspace_size >= plan.partial_bytes {

@@ -365,6 +365,11 @@ pub fn route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
         .checked(m, n, k)?
     } else if ta == abi::OP_N && tb == abi::OP_N && a.rows == 1 {
         // The gemv form: x is A (1×k), the weight is B (k×n, K contiguous), y is D (1×n).
+        // hipBLASLt's bias has length rows(D) = 1 here (broadcast along n): not the
+        // per-output-feature bias the kernels add.
+        if bias != 0 {
+            return Err(Reason::Epilogue);
+        }
         let (k, n) = (a.cols, b.cols);
         if b.rows != k || d.rows != 1 || d.cols != n {
             return Err(Reason::Dimensions);
@@ -398,13 +403,17 @@ pub fn route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
     Ok(problem)
 }
 
+/// Largest K the kernels take (32-bit block and split arithmetic, with margin).
+pub const MAX_K: u64 = 1 << 28;
+
 impl Problem {
     /// Size and alignment rules of the kernels (16-byte loads along K).
     fn checked(self, blas_m: u64, blas_n: u64, k: u64) -> Result<Problem, Reason> {
         if blas_m == 0 || blas_n == 0 || k == 0 {
             return Err(Reason::EmptyProblem);
         }
-        if blas_m > u32::MAX as u64 / 2 || blas_n > u32::MAX as u64 / 2 || k > u32::MAX as u64 / 2 {
+        // The kernels index K blocks and split bounds in 32-bit arithmetic.
+        if blas_m > u32::MAX as u64 / 2 || blas_n > u32::MAX as u64 / 2 || k > MAX_K {
             return Err(Reason::Dimensions);
         }
         if self.w == 0 || self.x == 0 {
@@ -524,6 +533,12 @@ mod tests {
         let a2 = LayoutState::new(abi::R_16BF, 1, 4096, 2);
         let call2 = Call { a: Some(&a2), ..call };
         assert_eq!(route(&call2, &POLICY), Err(Reason::Alignment));
+        // With a bias the vector has length rows(D) = 1, not n: forwarded.
+        let mut desc_b = desc.clone();
+        desc_b.attrs.insert(desc_attr::EPILOGUE, abi::EPILOGUE_BIAS as u64);
+        desc_b.attrs.insert(desc_attr::BIAS_POINTER, BIAS);
+        let call3 = Call { desc: Some(&desc_b), ..call };
+        assert_eq!(route(&call3, &POLICY), Err(Reason::Epilogue));
     }
 
     #[test]
@@ -573,6 +588,7 @@ mod tests {
             (Box::new(|l| l.ptrs.b = X + 2), Reason::Alignment),
             (Box::new(|l| { l.a.ld = 7172; }), Reason::Alignment),
             (Box::new(|l| { l.b.cols = 129; l.d.cols = 129; }), Reason::TooManyTokens),
+            (Box::new(|l| { let k = (MAX_K + 8) as i64; l.a.rows = k as u64; l.a.ld = k; l.b.rows = k as u64; l.b.ld = k; }), Reason::Dimensions),
         ];
         assert!(base().route().is_ok());
         for (i, (mutate, want)) in cases.iter().enumerate() {

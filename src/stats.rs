@@ -9,6 +9,18 @@ use crate::route::Reason;
 static INTERCEPTED: AtomicU64 = AtomicU64::new(0);
 static FORWARDED: [AtomicU64; Reason::ALL.len()] = [const { AtomicU64::new(0) }; Reason::ALL.len()];
 
+static LANE_FALLBACKS: AtomicU64 = AtomicU64::new(0);
+
+/// A split-K call ran without split-K because its stream had no lane.
+#[inline]
+pub fn count_lane_fallback() {
+    LANE_FALLBACKS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn lane_fallbacks() -> u64 {
+    LANE_FALLBACKS.load(Ordering::Relaxed)
+}
+
 #[inline]
 pub fn count_intercepted() {
     INTERCEPTED.fetch_add(1, Ordering::Relaxed);
@@ -63,6 +75,10 @@ pub fn intercepted() -> u64 {
 pub fn summary() -> String {
     let s = snapshot();
     let mut line = format!("matmul calls: {} run by skinnylt, {} forwarded", s.intercepted, s.forwarded_total());
+    let lf = lane_fallbacks();
+    if lf > 0 {
+        line.push_str(&format!(" ({lf} ran without split-K: no stream lane)"));
+    }
     for (r, n) in &s.forwarded {
         line.push_str(&format!(", {}={}", r.name(), n));
     }

@@ -21,6 +21,7 @@ const ATTR_MULTIPROCESSOR_COUNT: c_int = 63;
 dl_table!(HipFns {
     hipRuntimeGetVersion: fn(*mut c_int) -> HipError;
     hipGetErrorString: fn(HipError) -> *const c_char;
+    hipGetLastError: fn() -> HipError;
     hipGetDeviceCount: fn(*mut c_int) -> HipError;
     hipGetDevice: fn(*mut c_int) -> HipError;
     hipSetDevice: fn(c_int) -> HipError;
@@ -178,7 +179,7 @@ impl Hip {
     ) -> Result<()> {
         // A module function is bound to the device it was loaded on; the caller's
         // stream decides where it runs, so no device switch in the hot path.
-        hip!(
+        let r = hip!(
             self,
             hipModuleLaunchKernel(
                 f.0,
@@ -193,6 +194,14 @@ impl Hip {
                 params.as_mut_ptr(),
                 std::ptr::null_mut()
             )
-        )
+        );
+        if r.is_err() {
+            // The call will be forwarded: leave no error of ours in HIP's per-thread
+            // "last error", where the application would find it after its next launch.
+            if let Some(f) = self.fns.hipGetLastError {
+                unsafe { f() };
+            }
+        }
+        r
     }
 }

@@ -165,6 +165,7 @@ fn suite(cu: &Cuda, a: &Args) -> Result<i32, String> {
     s.determinism(&split_shapes)?;
     s.graph_replay(&split_shapes)?;
     s.two_streams(&split_shapes[0], &split_shapes[2])?;
+    s.per_thread_stream(&split_shapes[1])?;
     s.finish(a)
 }
 
@@ -423,6 +424,25 @@ impl<'a> Suite<'a> {
         cu.graph_destroy(exec);
         cu.stream_destroy(stream);
         self.record("graph capture + 1000 replays (split-K)".into(), res);
+        Ok(())
+    }
+
+    /// The per-thread default stream (handle 0x2) is a different stream in every
+    /// thread under one value, so it gets no split-K lane: the call must still run,
+    /// correctly, without split-K.
+    fn per_thread_stream(&mut self, c: &Case) -> Result<(), String> {
+        let i = self.inputs(c)?;
+        self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+        let fallbacks = stats::lane_fallbacks();
+        let res = self.launch(c, &i, 2usize as *mut c_void).and_then(|_| self.cu.device_sync()).and_then(|_| self.read(c, &i)).and_then(|y| {
+            let r = reference::reference(c.dtype, c.m, c.n, c.k, &i.w, c.ldw, &i.x, c.k, c.bias.then_some(&i.b[..]), 1.0);
+            match reference::rel_error(c.dtype, c.m, c.n, &y, c.ldy, &r) {
+                Some(e) if e <= reference::tolerance(c.dtype) => Ok(format!("rel_err={e:.3e}, lane fallbacks {}", stats::lane_fallbacks() - fallbacks)),
+                Some(e) => Err(format!("relative error {e:.3e}")),
+                None => Err("output not fully written".into()),
+            }
+        });
+        self.record(format!("per-thread default stream (no lane) M={} N={} K={}", c.m, c.n, c.k), res);
         Ok(())
     }
 
