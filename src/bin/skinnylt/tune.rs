@@ -38,11 +38,24 @@ pub struct Args {
     /// Print every candidate's time.
     #[arg(long)]
     pub verbose: bool,
+    /// No GPU: write the hardware-aware model's choice for every shape of this arch
+    /// (gfx942, gfx950, sm90), each entry marked "source": "model".
+    #[arg(long)]
+    pub model: Option<String>,
 }
 
 const SPLITS: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
 
 pub fn run(a: &Args) -> i32 {
+    if let Some(arch) = &a.model {
+        return match model(arch, a) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("tune --model failed: {e}");
+                1
+            }
+        };
+    }
     let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
         eprintln!("skinnylt tune needs a GPU (this build tunes through CUDA)");
         return 2;
@@ -215,4 +228,66 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
 
 fn other(d: DType) -> DType {
     if d == DType::Bf16 { DType::F16 } else { DType::Bf16 }
+}
+
+/// Peak HBM bandwidth (bytes/s) and the share of it decode GEMMs reach in practice
+/// (research/kernel_anchors.md §6.3: ~4.6 of 5.3 TB/s on MI300X, ~6.4 of 8 on MI355X;
+/// copy bandwidth on H100 ~3.0 TB/s), plus a fixed per-launch cost.
+fn roofline(arch: gpu::Arch) -> (f64, f64, f64) {
+    match arch {
+        gpu::Arch::Gfx942 => (5.3e12, 0.85, 4.0),
+        gpu::Arch::Gfx950 => (8.0e12, 0.80, 3.5),
+        gpu::Arch::Sm90 => (3.35e12, 0.88, 3.5),
+    }
+}
+
+/// `tune --model`: the fallback's hardware-aware choice (src/tuning/fallback.rs: tile_m
+/// covering M, grid of ~2 CTAs per CU/SM through split-K, >= 2 K blocks per split, over
+/// the configs of fallback.json, which follow AITER's published FlyDSL decode configs,
+/// kernel_anchors.md §1.5) for every selected shape, with a roofline latency prediction.
+fn model(arch_name: &str, a: &Args) -> Result<(), String> {
+    let arch = gpu::Arch::from_name(arch_name).ok_or_else(|| format!("unknown arch {arch_name}"))?;
+    let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);
+    let shapes = a.select.shapes()?;
+    let (bw, eff, fixed_us) = roofline(arch);
+    let mut entries = Vec::new();
+    for sh in &shapes {
+        let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
+        for dtype in DType::ALL {
+            let p = Problem { dtype, form: Form::Linear, m: sh.m, n: sh.n, k: sh.k, w: 0, ldw: sh.k as u64, x: 0, ldx: sh.k as u64, y: 0, ldy: sh.n as u64, bias: sh.bias as u64 * 2, alpha: 1.0 };
+            let Some(Choice::Run { kernel, split_k }) = fallback.choose(arch.default_units(), &p) else {
+                return Err(format!("no model choice for {sh:?}"));
+            };
+            let bytes = 2.0 * (sh.n as f64 * sh.k as f64 + sh.m as f64 * sh.k as f64 + sh.m as f64 * sh.n as f64);
+            entries.push(Entry {
+                dtype,
+                n: sh.n,
+                k: sh.k,
+                bias: sh.bias,
+                m_min: sh.m,
+                m_max: next_m.map_or(sh.m, |nm| nm - 1),
+                kernel: Some(kernels::for_arch(arch).kernels[kernel].config),
+                split_k,
+                source: "model".into(),
+                us: Some(((fixed_us + bytes / (bw * eff) * 1e6) * 100.0).round() / 100.0),
+                vendor_us: None,
+            });
+        }
+    }
+    let file = TuningFile {
+        schema: 1,
+        arch: arch.name().into(),
+        provenance: Provenance {
+            device: format!("model of {} ({} CUs, {:.1} TB/s peak HBM); not measured on the chip", arch.name(), arch.default_units(), bw / 1e12),
+            date: std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            notes: format!(
+                "hardware-aware model: tile_m covering M, ~2 CTAs per CU via split-K with >= 2 K blocks per split, over fallback.json (AITER FlyDSL priors); us = {fixed_us} µs + bytes / ({eff} x peak bandwidth), a prediction. Replace with `skinnylt tune` on the real GPU."
+            ),
+        },
+        entries,
+    };
+    std::fs::write(&a.out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+    println!("{}: {} model entries written to {}", arch.name(), file.entries.len(), a.out);
+    Ok(())
 }
