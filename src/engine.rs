@@ -344,11 +344,8 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
     };
     let mut args = [&mut params as *mut GemmParams as *mut c_void];
     let f = dev.functions[plan.kernel];
-    let r = if plan.cluster {
-        unsafe { dev.rt.launch_cluster(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, [1, plan.split_k, 1]) }
-    } else {
-        unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args) }
-    };
+    let cluster = plan.cluster.then_some([1, plan.split_k, 1]);
+    let r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster) };
     match r {
         Ok(()) => {
             crate::log_trace!(

@@ -244,6 +244,9 @@ impl Cuda {
         let _ = self.with_ctx(ctx, || cu!(self, cuMemFree_v2(p.0)));
     }
 
+    /// Launches `f` on `stream`; with `cluster`, as a grid of thread-block clusters
+    /// (`cuLaunchKernelEx` with the cluster-dimension attribute).
+    ///
     /// # Safety
     /// `params` must match the kernel's parameters.
     #[allow(clippy::too_many_arguments)]
@@ -256,50 +259,21 @@ impl Cuda {
         shared: u32,
         stream: *mut c_void,
         params: &mut [*mut c_void],
+        cluster: Option<[u32; 3]>,
     ) -> Result<()> {
-        self.with_ctx(ctx, || {
-            cu!(
+        self.with_ctx(ctx, || match cluster {
+            None => cu!(
                 self,
-                cuLaunchKernel(
-                    f.0,
-                    grid[0],
-                    grid[1],
-                    grid[2],
-                    block[0],
-                    block[1],
-                    block[2],
-                    shared,
-                    stream,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut()
-                )
-            )
+                cuLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, params.as_mut_ptr(), std::ptr::null_mut())
+            ),
+            Some(dims) => {
+                let mut value = [0u32; 16];
+                value[..3].copy_from_slice(&dims);
+                let mut attr = LaunchAttribute { id: LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value };
+                let cfg = LaunchConfig { grid, block, shared, stream, attrs: &mut attr, num_attrs: 1 };
+                cu!(self, cuLaunchKernelEx(&cfg, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
+            }
         })
-    }
-}
-
-impl Cuda {
-    /// Launches `f` as a grid of thread-block clusters of `cluster` CTAs.
-    ///
-    /// # Safety
-    /// `params` must match the kernel's parameters.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn launch_cluster(
-        &self,
-        ctx: Context,
-        f: Function,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-        stream: *mut c_void,
-        params: &mut [*mut c_void],
-        cluster: [u32; 3],
-    ) -> Result<()> {
-        let mut value = [0u32; 16];
-        value[..3].copy_from_slice(&cluster);
-        let mut attr = LaunchAttribute { id: LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value };
-        let cfg = LaunchConfig { grid, block, shared, stream, attrs: &mut attr, num_attrs: 1 };
-        self.with_ctx(ctx, || cu!(self, cuLaunchKernelEx(&cfg, f.0, params.as_mut_ptr(), std::ptr::null_mut())))
     }
 }
 

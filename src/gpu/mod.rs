@@ -229,10 +229,12 @@ impl Runtime {
     pub fn free(&self, ctx: Context, p: DevPtr) {
         dispatch!(self, r => r.free(ctx, p))
     }
-    /// Launches `f` on `stream` with the kernel-parameter pointers `params`.
+    /// Launches `f` on `stream` with the kernel-parameter pointers `params`, as a
+    /// grid of thread-block clusters of `cluster` CTAs when given (NVIDIA sm_90 only).
     ///
     /// # Safety
     /// `params` must match the kernel's signature and point to live values.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn launch(
         &self,
         ctx: Context,
@@ -242,29 +244,12 @@ impl Runtime {
         shared: u32,
         stream: *mut c_void,
         params: &mut [*mut c_void],
+        cluster: Option<[u32; 3]>,
     ) -> Result<()> {
-        dispatch!(self, r => unsafe { r.launch(ctx, f, grid, block, shared, stream, params) })
-    }
-
-    /// Launches a grid of thread-block clusters (NVIDIA sm_90 only).
-    ///
-    /// # Safety
-    /// As [`Runtime::launch`].
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn launch_cluster(
-        &self,
-        ctx: Context,
-        f: Function,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-        stream: *mut c_void,
-        params: &mut [*mut c_void],
-        cluster: [u32; 3],
-    ) -> Result<()> {
-        match self {
-            Runtime::Cuda(c) => unsafe { c.launch_cluster(ctx, f, grid, block, shared, stream, params, cluster) },
-            Runtime::Hip(_) => Err("thread-block clusters are an sm_90 feature".into()),
+        match (self, cluster) {
+            (Runtime::Cuda(c), _) => unsafe { c.launch(ctx, f, grid, block, shared, stream, params, cluster) },
+            (Runtime::Hip(h), None) => unsafe { h.launch(ctx, f, grid, block, shared, stream, params) },
+            (Runtime::Hip(_), Some(_)) => Err("thread-block clusters are an sm_90 feature".into()),
         }
     }
 }
