@@ -1,3 +1,16 @@
+# Writes `content` to `path` only when it differs, so unchanged generated sources
+# keep their timestamps and do not rebuild.
+function(skemu_write_if_changed path content)
+  if(EXISTS "${path}")
+    file(READ "${path}" old)
+  else()
+    set(old "")
+  endif()
+  if(NOT old STREQUAL content)
+    file(WRITE "${path}" "${content}")
+  endif()
+endfunction()
+
 # Generates the emulator's instance files from the tuning files, the way build.rs
 # picks what to compile (src/tuning/schema.rs compiled_set): every kernel a
 # tuning/<arch>.json entry names (in its dtype), plus the arch's fallback.json set
@@ -136,12 +149,5 @@ function(skemu_write_instances path ns header items arch_enum variant applied)
   string(APPEND src "#define SKP_KERNEL_ENTRY(name) t.probe_kernels.push_back(emu::ProbeKernel{#name, [] { static f32x4 out[2]; name(out); }});\n  SKP_KERNEL_LIST(SKP_KERNEL_ENTRY)\n")
   string(APPEND src "  t.atom_kernel[0] = sk_atom_contract_bf16;\n  t.atom_kernel[1] = sk_atom_contract_f16;\n  return t;\n}\n")
   string(APPEND src "static emu::Registrar registrar(make_table());\n}  // namespace ${ns}\n")
-  if(EXISTS "${path}")
-    file(READ "${path}" old)
-  else()
-    set(old "")
-  endif()
-  if(NOT old STREQUAL src)
-    file(WRITE "${path}" "${src}")
-  endif()
+  skemu_write_if_changed("${path}" "${src}")
 endfunction()

@@ -923,28 +923,25 @@ void sk_emu_atomic_store_agent(uint32_t* p, uint32_t v, int order) {
   *p = v;
 }
 
-void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+// Both dense MFMA shapes share one wave-collective path; only K differs.
+static void mfma_hook(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, void* ra) {
   Lane* L = t_lane;
-  if (!L) return emu::probe_mfma(16, dtype, d, a, b, c);
-  L->imm = 16;
+  if (!L) return emu::probe_mfma(k, dtype, d, a, b, c);
+  L->imm = k;
   L->dtype = dtype;
   L->a = a;
   L->b = b;
   L->c = c;
   L->d = d;
-  emu::wave_op(L, emu::OP_MFMA, __builtin_return_address(0));
+  emu::wave_op(L, emu::OP_MFMA, ra);
+}
+
+void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  mfma_hook(16, dtype, d, a, b, c, __builtin_return_address(0));
 }
 
 void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c) {
-  Lane* L = t_lane;
-  if (!L) return emu::probe_mfma(32, dtype, d, a, b, c);
-  L->imm = 32;
-  L->dtype = dtype;
-  L->a = a;
-  L->b = b;
-  L->c = c;
-  L->d = d;
-  emu::wave_op(L, emu::OP_MFMA, __builtin_return_address(0));
+  mfma_hook(32, dtype, d, a, b, c, __builtin_return_address(0));
 }
 
 static void smfmac_hook(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx, void* ra) {
