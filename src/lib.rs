@@ -7,6 +7,7 @@
 //!   was told (`shadow`), or be the library in standalone mode.
 //! * `real` — finding the real hipBLASLt (never ourselves) and its function table.
 //! * `route` — the pure decision "ours or forward", with a reason for every forward.
+//! * `memo` — per-thread routing templates, reused while no descriptor changes.
 //! * `tuning` — which kernel config runs a shape: shipped tables and the fallback.
 //! * `engine` — what each handle prepared at creation; the allocation-free hot path.
 //! * `gpu` — the HIP and CUDA runtimes, loaded at run time.
@@ -23,6 +24,7 @@ pub mod gpu;
 pub mod grid;
 pub mod kernels;
 pub mod log;
+pub mod memo;
 pub mod real;
 pub mod route;
 pub mod shadow;

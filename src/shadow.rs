@@ -7,6 +7,7 @@
 //! from the table (created before we were loaded, or mutated behind our back through
 //! the C++ API) makes the call forward.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rustc_hash::FxHashMap;
@@ -174,6 +175,24 @@ pub struct Tables {
 
 static TABLES: RwLock<Option<Tables>> = RwLock::new(None);
 
+/// Bumped under the write lock by every change to the tables (Create, SetAttribute,
+/// Destroy), so what was derived from them can be checked current with one load
+/// instead of lookups (`memo`). Starts at 1: 0 marks a slot that holds nothing.
+/// Alone on its cache lines: every matmul reads it, and a neighbour written per
+/// call (a counter, the lock) would make those reads miss across threads.
+static GENERATION: Padded = Padded(AtomicU64::new(1));
+
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+/// The tables' generation. Read while holding [`read`]'s guard it names exactly the
+/// state that guard shows; read without it, a value equal to an earlier one means
+/// no change has started since.
+#[inline]
+pub fn generation() -> u64 {
+    GENERATION.0.load(Ordering::Acquire)
+}
+
 /// Shared read access to the side table (one lock for all kinds, so a Matmul call
 /// takes it once).
 pub fn read() -> RwLockReadGuard<'static, Option<Tables>> {
@@ -183,6 +202,8 @@ pub fn read() -> RwLockReadGuard<'static, Option<Tables>> {
 /// Exclusive access, creating the tables on first use.
 pub fn write<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
     let mut g: RwLockWriteGuard<'static, Option<Tables>> = TABLES.write().unwrap_or_else(|e| e.into_inner());
+    // First, so that a change stopping half-way (a panic in `f`) still invalidates.
+    GENERATION.0.fetch_add(1, Ordering::Release);
     f(g.get_or_insert_with(Tables::default))
 }
 
@@ -214,6 +235,15 @@ mod tests {
         assert_eq!(d.bias_type(), abi::DATATYPE_INVALID);
         assert_eq!(d.pointer_mode(), abi::POINTER_MODE_HOST);
         assert_eq!(d.bias_pointer(), 0);
+    }
+
+    #[test]
+    fn every_write_bumps_the_generation() {
+        for _ in 0..3 {
+            let g = generation();
+            write(|_| ());
+            assert!(generation() > g);
+        }
     }
 
     #[test]
