@@ -20,6 +20,7 @@ use skinnylt::stats;
 use skinnylt::vendor::cublaslt::CublasLt;
 
 use crate::client::{Handle, Linear};
+use crate::progress::Progress;
 use crate::reference::{self, Rng};
 
 /// Which shapes and dtype a measuring command works on (`bench`, `tune`).
@@ -212,7 +213,9 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
     let mut rng = Rng(0x5eed);
     let mut rows = Vec::new();
     println!("{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9} {:>9} {:>8} {:>7} {:>8}", "group", "M", "N", "K", "bias", "ours µs", "vendor µs", "speedup", "eff", "floor µs");
+    let progress = Progress::new(shapes.len());
     for sh in shapes {
+        progress.start(&sh);
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
         let cs = ColdSets::new(cu, s, dev.info.l2_bytes, &mut rng, dtype, &sh)?;
         let (sets, count, ws_bufs, xs, ys, bias) = (cs.sets, cs.count, &cs.w, &cs.xs, &cs.ys, &cs.db);
@@ -258,7 +261,7 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
         let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
         let floor = bytes / bw * 1e6;
         let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, floor_us: floor, forwarded };
-        println!(
+        progress.println(format!(
             "{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9.2} {:>9.2} {:>7.2}x {:>7.2} {:>8.2}{}",
             sh.group,
             sh.m,
@@ -271,9 +274,11 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
             row.efficiency(),
             floor,
             if forwarded { "  (forwarded)" } else { "" }
-        );
+        ));
+        progress.inc();
         rows.push(row);
     }
+    progress.finish();
     summary(&rows);
     if let Some(path) = &a.json {
         std::fs::write(path, to_json(&rows, &dev.info.name, bw)).map_err(|e| e.to_string())?;

@@ -15,6 +15,7 @@ mod check;
 mod client;
 mod demo;
 mod info;
+mod progress;
 mod reference;
 mod tune;
 

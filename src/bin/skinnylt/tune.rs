@@ -18,6 +18,7 @@ use skinnylt::{engine, kernels};
 
 use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, time_graph};
 use crate::client::Handle;
+use crate::progress::Progress;
 use crate::reference::{self, Rng};
 
 #[derive(clap::Args)]
@@ -94,11 +95,14 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
     let ws = Buf(cu, cu.malloc(ws_bytes)?);
     let mut rng = Rng(0x7e57);
     let total = shapes.len();
+    let progress = Progress::new(total);
     for (si, sh) in shapes.iter().enumerate() {
         let done = file.entries.iter().any(|e| e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m);
         if done {
+            progress.skip();
             continue;
         }
+        progress.start(sh);
         let t0 = Instant::now();
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
         let cs = ColdSets::new(cu, s, dev.info.l2_bytes, &mut rng, dtype, sh)?;
@@ -119,21 +123,26 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
             bias: if sh.bias { db.1 } else { 0 },
             alpha: 1.0,
         };
-        // Vendor.
+        // Vendor: the fastest of its top-8, timed before and after our candidates
+        // (the best of both), so neither side is timed alone on a GPU whose clocks
+        // dropped while the host computed the reference.
         let p = lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?;
-        let mut vendor = f64::INFINITY;
-        for i in 0..p.algos.len() {
-            if let Ok(t) = time_graph(cu, s, a.reps.max(5), count, || {
-                for c in 0..count {
-                    let j = c % sets;
-                    lt.matmul(&p, i, wb[j].1, xb[j].1, yb[j].1, ws.1, ws_bytes, s)?;
+        let time_vendor = || {
+            let mut best = f64::INFINITY;
+            for i in 0..p.algos.len() {
+                if let Ok(t) = time_graph(cu, s, a.reps.max(5), count, || {
+                    for c in 0..count {
+                        let j = c % sets;
+                        lt.matmul(&p, i, wb[j].1, xb[j].1, yb[j].1, ws.1, ws_bytes, s)?;
+                    }
+                    Ok(())
+                }) {
+                    best = best.min(t);
                 }
-                Ok(())
-            }) {
-                vendor = vendor.min(t);
             }
-        }
-        lt.free(p);
+            best
+        };
+        let vendor_before = time_vendor();
         // Candidates: every compiled kernel of the dtype whose token tile is not
         // much larger than M, at every split that leaves MIN_BLOCKS K blocks.
         let mut best: Option<(f64, Choice)> = None;
@@ -173,13 +182,15 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
                     Ok(())
                 })?;
                 if a.verbose {
-                    println!("    {} split {split}: {t:.2} µs", kernels::for_arch(arch).kernels[ki].name);
+                    progress.println(format!("    {} split {split}: {t:.2} µs", kernels::for_arch(arch).kernels[ki].name));
                 }
                 if best.is_none_or(|(bt, _)| t < bt) {
                     best = Some((t, choice));
                 }
             }
         }
+        let vendor = vendor_before.min(time_vendor());
+        lt.free(p);
         let Some((ours, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
         let Choice::Run { kernel, split_k } = choice else { unreachable!() };
         let ke = kernels::for_arch(arch).kernels[kernel];
@@ -202,7 +213,7 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
                 vendor_us: Some((vendor * 100.0).round() / 100.0),
             });
         }
-        println!(
+        progress.println(format!(
             "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs, vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
             si + 1,
             sh.group,
@@ -219,10 +230,12 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
             tried,
             rejected,
             t0.elapsed().as_secs_f64()
-        );
+        ));
         file.entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
         std::fs::write(&a.out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+        progress.inc();
     }
+    progress.finish();
     Ok(())
 }
 
