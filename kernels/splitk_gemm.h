@@ -35,7 +35,15 @@ struct GemmParams {
   i32 m, n, k;
   float alpha;
   i32 split_k;
+  // Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
+  // PDL_PREFETCH_X) each CTA prefetches into L2 before waiting on the previous
+  // kernel (0: none), and PDL_* flags.
+  i32 prefetch_row_bytes;
+  i32 pdl_flags;
 };
+// PDL_LATE_TRIGGER: let the PDL successor launch after our main loop (its prefetch
+// overlaps our tail), not at our start (it would compete with our streaming).
+constexpr i32 PDL_LATE_TRIGGER = 1, PDL_PREFETCH_X = 2;
 
 // The matrix atom the pipeline is written against: ROWS weight rows x TOKS tokens x
 // K k per step. Each lane feeds it W_PIECES weight pieces and X_PIECES token pieces
@@ -185,9 +193,30 @@ struct SplitK {
     const int kb_begin = (int)((u32)(split * nkb) / (u32)S), kb_end = (int)((u32)((split + 1) * nkb) / (u32)S);
     const int nb = kb_end - kb_begin;
 
+    const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
+    // Programmatic dependent launch (sm_90; no-ops elsewhere): pull the first bytes
+    // of this CTA's weight (and activation) rows into L2 while the previous kernel
+    // may still be running (a coherent hint, so safe even if that kernel writes
+    // them), then wait for it before the first real load or any store. The next
+    // kernel may launch from here, or (PDL_LATE_TRIGGER) once our main loop is done.
+    if (!(p.pdl_flags & PDL_LATE_TRIGGER)) pdl_launch_dependents();
+    if (p.prefetch_row_bytes > 0 && nb > 0) {
+      const int k_lo = kb_begin * TILE_K;
+      const int k_end = kb_end * TILE_K < p.k ? kb_end * TILE_K : p.k;
+      const int k_hi = k_lo + p.prefetch_row_bytes / 2 < k_end ? k_lo + (p.prefetch_row_bytes / 2 & ~7) : k_end;
+      const int x_rows = p.pdl_flags & PDL_PREFETCH_X ? TILE_M : 0;
+      for (int r = tid; r < TILE_N + x_rows && k_hi > k_lo; r += THREADS) {
+        if (r < TILE_N) {
+          if (n0 + r < p.n) prefetch_l2(p.w + (i64)(n0 + r) * p.ldw + k_lo, (u32)(k_hi - k_lo) * 2u);
+        } else if (m0 + r - TILE_N < p.m) {
+          prefetch_l2(p.x + (i64)(m0 + r - TILE_N) * p.ldx + k_lo, (u32)(k_hi - k_lo) * 2u);
+        }
+      }
+    }
+    pdl_wait();
+
     char* const w_lds = smem;
     char* const x_lds = smem + STAGES * W_STAGE;
-    const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
 
     float mac[RA][TA][Atom::ACC];  // the atom's physical accumulators
 #pragma unroll
@@ -260,6 +289,7 @@ struct SplitK {
     }
     copy_wait<0, MIN_COPIES>();
     barrier();  // the ring is idle: its LDS may be reused
+    if (p.pdl_flags & PDL_LATE_TRIGGER) pdl_launch_dependents();
 
     // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
     float acc[RA][TA][4];

@@ -10,6 +10,7 @@
 //! | `SKINNYLT_REAL_LIB=path` | the real hipBLASLt to forward to |
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
+//! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on) |
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +28,22 @@ pub struct Config {
     pub real_lib: Option<String>,
     pub standalone: bool,
     pub workspace_bytes: usize,
+    /// Programmatic dependent launch (sm_90): our kernels may start while the
+    /// previous kernel on the stream finishes; they only prefetch weights into L2
+    /// before `griddepcontrol.wait`, so results never depend on it.
+    pub pdl: bool,
+    /// With PDL: bytes per row a CTA prefetches into L2 before it waits
+    /// (`SKINNYLT_PDL_PREFETCH`), and the kernels' PDL flags: when to let the next
+    /// kernel launch (`SKINNYLT_PDL_TRIGGER=early|late`), whether to prefetch the
+    /// activations too (`SKINNYLT_PDL_PREFETCH_X=0|1`). Measured knobs: docs/notes.
+    pub pdl_prefetch_row_bytes: i32,
+    pub pdl_flags: i32,
 }
+
+/// Bits of `pdl_flags` (mirrored by `PDL_*` in kernels/splitk_gemm.h).
+pub const PDL_LATE_TRIGGER: i32 = 1;
+pub const PDL_PREFETCH_X: i32 = 2;
+pub const DEFAULT_PDL_PREFETCH_ROW_BYTES: i32 = 1024;
 
 pub const DEFAULT_MAX_M: u64 = 128;
 pub const DEFAULT_WORKSPACE_MB: usize = 32;
@@ -59,6 +75,12 @@ impl Config {
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .unwrap_or(DEFAULT_WORKSPACE_MB)
                 << 20,
+            pdl: !get("SKINNYLT_PDL").is_some_and(|v| matches!(v.trim(), "0" | "false" | "no" | "off")),
+            pdl_prefetch_row_bytes: get("SKINNYLT_PDL_PREFETCH")
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                .map_or(DEFAULT_PDL_PREFETCH_ROW_BYTES, |b| b.clamp(0, 1 << 20)),
+            pdl_flags: if get("SKINNYLT_PDL_TRIGGER").is_some_and(|v| v.trim() == "early") { 0 } else { PDL_LATE_TRIGGER }
+                | if get("SKINNYLT_PDL_PREFETCH_X").is_some_and(|v| v.trim() == "0") { 0 } else { PDL_PREFETCH_X },
         }
     }
 }
@@ -66,13 +88,27 @@ impl Config {
 static CONFIG: OnceLock<Config> = OnceLock::new();
 /// Run-time switch (`skinnylt_set_enabled`), initialised from `SKINNYLT_DISABLE`.
 static ENABLED: AtomicBool = AtomicBool::new(true);
+/// Run-time PDL switch (benchmarks compare both), initialised from `SKINNYLT_PDL`.
+static PDL: AtomicBool = AtomicBool::new(true);
 
 pub fn get() -> &'static Config {
     CONFIG.get_or_init(|| {
         let c = Config::from_lookup(|k| std::env::var(k).ok());
         ENABLED.store(!c.disabled, Ordering::Relaxed);
+        PDL.store(c.pdl, Ordering::Relaxed);
         c
     })
+}
+
+/// Whether launches on sm_90 use programmatic dependent launch.
+pub fn pdl() -> bool {
+    get();
+    PDL.load(Ordering::Relaxed)
+}
+
+pub fn set_pdl(on: bool) {
+    get();
+    PDL.store(on, Ordering::Relaxed);
 }
 
 /// Whether skinnylt may run GEMMs itself right now.
@@ -101,6 +137,9 @@ mod tests {
         assert_eq!(c.log_level, Level::Off);
         assert_eq!(c.max_m, DEFAULT_MAX_M);
         assert_eq!(c.workspace_bytes, DEFAULT_WORKSPACE_MB << 20);
+        assert!(c.pdl);
+        assert_eq!(c.pdl_flags, PDL_LATE_TRIGGER | PDL_PREFETCH_X);
+        assert_eq!(c.pdl_prefetch_row_bytes, DEFAULT_PDL_PREFETCH_ROW_BYTES);
     }
 
     #[test]
@@ -121,6 +160,8 @@ mod tests {
         assert_eq!(c.real_lib.as_deref(), Some("/opt/rocm/lib/libhipblaslt.so.1"));
         assert_eq!(c.workspace_bytes, 8 << 20);
         assert_eq!(cfg(&[("SKINNYLT_LOG", "2")]).log_level, Level::Warn);
+        assert!(!cfg(&[("SKINNYLT_PDL", "0")]).pdl);
+        assert!(cfg(&[("SKINNYLT_PDL", "1")]).pdl);
         assert_eq!(cfg(&[("SKINNYLT_MAX_M", "junk")]).max_m, DEFAULT_MAX_M);
     }
 }

@@ -47,8 +47,10 @@ pub struct GemmParams {
     pub k: i32,
     pub alpha: f32,
     pub split_k: i32,
+    pub prefetch_row_bytes: i32,
+    pub pdl_flags: i32,
 }
-const _: () = assert!(std::mem::size_of::<GemmParams>() == 104);
+const _: () = assert!(std::mem::size_of::<GemmParams>() == 112);
 
 /// Everything loaded for one device.
 pub struct DeviceKernels {
@@ -341,11 +343,20 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
         k: p.k as i32,
         alpha: p.alpha,
         split_k: plan.split_k as i32,
+        prefetch_row_bytes: 0,
+        pdl_flags: 0,
     };
+    // Every kernel waits (griddepcontrol.wait) before its first dependent access.
+    let pdl = dev.arch == Arch::Sm90 && crate::config::pdl();
+    if pdl {
+        let cfg = crate::config::get();
+        params.prefetch_row_bytes = cfg.pdl_prefetch_row_bytes;
+        params.pdl_flags = cfg.pdl_flags;
+    }
     let mut args = [&mut params as *mut GemmParams as *mut c_void];
     let f = dev.functions[plan.kernel];
     let cluster = plan.cluster.then_some([1, plan.split_k, 1]);
-    let r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster) };
+    let r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, pdl) };
     match r {
         Ok(()) => {
             crate::log_trace!(

@@ -64,6 +64,8 @@ struct HostGemmParams {
   int32_t m, n, k;
   float alpha;
   int32_t split_k;
+  int32_t prefetch_row_bytes;  // PDL fields (NVIDIA only): zero here
+  int32_t pdl_flags;
 };
 
 // Parameters of the atom-contract kernel (src/atom_kernel.h).

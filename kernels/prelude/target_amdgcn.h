@@ -77,6 +77,10 @@ SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
 }
 SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
 SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
+// No programmatic dependent launch: stream order alone orders kernels.
+SK_DEVICE void pdl_launch_dependents() {}
+SK_DEVICE void pdl_wait() {}
+SK_DEVICE void prefetch_l2(const void*, u32) {}
 // No thread-block clusters: split-K always combines through global memory.
 constexpr bool HAS_CLUSTERS = false;
 constexpr int MAX_CLUSTER = 1;

@@ -116,6 +116,10 @@ SK_DEVICE f32x4 load_partial(const float* p) {
   return v;
 }
 SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v); }
+// No programmatic dependent launch: stream order alone orders kernels.
+SK_DEVICE void pdl_launch_dependents() {}
+SK_DEVICE void pdl_wait() {}
+SK_DEVICE void prefetch_l2(const void*, u32) {}
 // No thread-block clusters on AMD: the kernels' cluster path is never instantiated.
 constexpr bool HAS_CLUSTERS = false;
 constexpr int MAX_CLUSTER = 1;

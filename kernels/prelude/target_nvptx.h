@@ -83,6 +83,18 @@ SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
   barrier();
   return *flag != 0;
 }
+// ---- programmatic dependent launch (sm_90) ----
+// Lets a kernel launched after ours with PDL start before ours has finished.
+SK_DEVICE void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// Returns once every prerequisite grid has completed and its writes are visible
+// (at once when the kernel was launched without PDL).
+SK_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// Pulls `bytes` (16-B aligned, a multiple of 16) into L2. Only a hint: L2 is the
+// device's point of coherence, so a prefetch issued before pdl_wait() can never
+// make a later load see data older than the previous kernel's writes.
+SK_DEVICE void prefetch_l2(const void* p, u32 bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(bytes) : "memory");
+}
 // ---- thread-block clusters (sm_90): split-K through distributed shared memory ----
 constexpr bool HAS_CLUSTERS = true;
 // Largest cluster the kernels combine (16 is sm_90's non-portable maximum).

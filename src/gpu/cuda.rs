@@ -87,6 +87,7 @@ pub struct LaunchConfig {
 }
 const _: () = assert!(std::mem::size_of::<LaunchAttribute>() == 72 && std::mem::size_of::<LaunchConfig>() == 56);
 const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: c_uint = 4;
+const LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
 
 pub struct Cuda {
     pub fns: CudaFns,
@@ -244,8 +245,10 @@ impl Cuda {
         let _ = self.with_ctx(ctx, || cu!(self, cuMemFree_v2(p.0)));
     }
 
-    /// Launches `f` on `stream`; with `cluster`, as a grid of thread-block clusters
-    /// (`cuLaunchKernelEx` with the cluster-dimension attribute).
+    /// Launches `f` on `stream`. With `cluster`, as a grid of thread-block clusters;
+    /// with `pdl`, allowed to start before the previous kernel on the stream has
+    /// finished (programmatic stream serialization: the kernel's `griddepcontrol.wait`
+    /// then provides the ordering). Either takes `cuLaunchKernelEx`.
     ///
     /// # Safety
     /// `params` must match the kernel's parameters.
@@ -260,17 +263,29 @@ impl Cuda {
         stream: *mut c_void,
         params: &mut [*mut c_void],
         cluster: Option<[u32; 3]>,
+        pdl: bool,
     ) -> Result<()> {
-        self.with_ctx(ctx, || match cluster {
-            None => cu!(
-                self,
-                cuLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, params.as_mut_ptr(), std::ptr::null_mut())
-            ),
-            Some(dims) => {
-                let mut value = [0u32; 16];
-                value[..3].copy_from_slice(&dims);
-                let mut attr = LaunchAttribute { id: LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, pad: [0; 4], value };
-                let cfg = LaunchConfig { grid, block, shared, stream, attrs: &mut attr, num_attrs: 1 };
+        let none = LaunchAttribute { id: 0, pad: [0; 4], value: [0; 16] };
+        let mut attrs = [none, LaunchAttribute { id: 0, pad: [0; 4], value: [0; 16] }];
+        let mut n = 0;
+        if let Some(dims) = cluster {
+            attrs[n].id = LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attrs[n].value[..3].copy_from_slice(&dims);
+            n += 1;
+        }
+        if pdl {
+            attrs[n].id = LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n].value[0] = 1;
+            n += 1;
+        }
+        self.with_ctx(ctx, || {
+            if n == 0 {
+                cu!(
+                    self,
+                    cuLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, params.as_mut_ptr(), std::ptr::null_mut())
+                )
+            } else {
+                let cfg = LaunchConfig { grid, block, shared, stream, attrs: attrs.as_mut_ptr(), num_attrs: n as c_uint };
                 cu!(self, cuLaunchKernelEx(&cfg, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
             }
         })

@@ -230,7 +230,8 @@ impl Runtime {
         dispatch!(self, r => r.free(ctx, p))
     }
     /// Launches `f` on `stream` with the kernel-parameter pointers `params`, as a
-    /// grid of thread-block clusters of `cluster` CTAs when given (NVIDIA sm_90 only).
+    /// grid of thread-block clusters of `cluster` CTAs when given (NVIDIA sm_90 only),
+    /// with programmatic dependent launch when `pdl` (NVIDIA; HIP has none, ignored).
     ///
     /// # Safety
     /// `params` must match the kernel's signature and point to live values.
@@ -245,9 +246,10 @@ impl Runtime {
         stream: *mut c_void,
         params: &mut [*mut c_void],
         cluster: Option<[u32; 3]>,
+        pdl: bool,
     ) -> Result<()> {
         match (self, cluster) {
-            (Runtime::Cuda(c), _) => unsafe { c.launch(ctx, f, grid, block, shared, stream, params, cluster) },
+            (Runtime::Cuda(c), _) => unsafe { c.launch(ctx, f, grid, block, shared, stream, params, cluster, pdl) },
             (Runtime::Hip(h), None) => unsafe { h.launch(ctx, f, grid, block, shared, stream, params) },
             (Runtime::Hip(_), Some(_)) => Err("thread-block clusters are an sm_90 feature".into()),
         }

@@ -166,6 +166,7 @@ fn suite(cu: &Cuda, a: &Args) -> Result<i32, String> {
     s.graph_replay(&split_shapes)?;
     s.two_streams(&split_shapes[0], &split_shapes[2])?;
     s.per_thread_stream(&split_shapes[1])?;
+    s.dependent_chain()?;
     s.finish(a)
 }
 
@@ -447,6 +448,116 @@ impl<'a> Suite<'a> {
             }
         });
         self.record(format!("per-thread default stream (no lane) M={} N={} K={}", c.m, c.n, c.k), res);
+        Ok(())
+    }
+
+    /// Back-to-back dependent GEMMs on one stream, where programmatic dependent
+    /// launch lets a kernel start (and prefetch) before its predecessor ends: each
+    /// step reads the previous step's output as X (read after write) and overwrites
+    /// the buffer the previous step read (write after read); the last step reads a
+    /// previous output as its *weights*, which the kernels prefetch before waiting.
+    /// Eager without syncs and 200 graph replays must equal, bit for bit, the same
+    /// chain run one synchronised call at a time; the first step is checked against
+    /// float64.
+    fn dependent_chain(&mut self) -> Result<(), String> {
+        const NAME: &str = "dependent chain (RAW/WAR on X, RAW on W; PDL overlap)";
+        let cu = self.cu;
+        let dtype = DType::Bf16;
+        let (m, h, steps) = (8usize, 2048usize, 6usize);
+        let mw = 4usize; // last step: X is mw x h, W is the m x h output
+        let alpha = 1.0 / 64.0; // keeps values in range along the chain
+        let w: Vec<Vec<u16>> = (0..steps).map(|_| reference::random_matrix(&mut self.rng, dtype, h, h, h)).collect();
+        let x0 = reference::random_matrix(&mut self.rng, dtype, m, h, h);
+        let xl = reference::random_matrix(&mut self.rng, dtype, mw, h, h);
+        let dws: Vec<Buf> = w.iter().map(|v| cu.malloc(v.len() * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        for (d, v) in dws.iter().zip(&w) {
+            cu.htod(d.1, v)?;
+        }
+        let (pristine, bufs) = (Buf(cu, cu.malloc(m * h * 2)?), [Buf(cu, cu.malloc(m * h * 2)?), Buf(cu, cu.malloc(m * h * 2)?)]);
+        let (dxl, dyl) = (Buf(cu, cu.malloc(mw * h * 2)?), Buf(cu, cu.malloc(mw * m * 2)?));
+        cu.htod(pristine.1, &x0)?;
+        cu.htod(dxl.1, &xl)?;
+        let step = Linear::new(dtype, m as u64, h as u64, h as u64, h as u64, h as u64, h as u64, None)?;
+        let last = Linear::new(dtype, mw as u64, m as u64, h as u64, h as u64, h as u64, m as u64, None)?;
+        let stream = cu.stream_create()?;
+        // The chain: bufs[0] = X0; step i reads bufs[i % 2], writes bufs[(i + 1) % 2];
+        // then Y = X_last . (final buffer)^T with the final buffer as W (m x h).
+        let run = |sync: bool| -> Result<(), String> {
+            cu.copy_async(bufs[0].1, pristine.1, m * h * 2, stream)?;
+            for (i, dw) in dws.iter().enumerate() {
+                let st = step.run(&self.h, alpha, dw.1, bufs[i % 2].1, bufs[(i + 1) % 2].1, 0, 0, stream);
+                if st != skinnylt::abi::STATUS_SUCCESS {
+                    return Err(format!("step {i}: {}", skinnylt::abi::status_name(st)));
+                }
+                if sync {
+                    cu.sync(stream)?;
+                }
+            }
+            let st = last.run(&self.h, 1.0, bufs[steps % 2].1, dxl.1, dyl.1, 0, 0, stream);
+            if st != skinnylt::abi::STATUS_SUCCESS {
+                return Err(format!("last step: {}", skinnylt::abi::status_name(st)));
+            }
+            Ok(())
+        };
+        let read = || -> Result<(Vec<u16>, Vec<u16>), String> {
+            let (mut a, mut b) = (vec![0u16; m * h], vec![0u16; mw * m]);
+            cu.sync(stream)?;
+            cu.dtoh(&mut a, bufs[steps % 2].1)?;
+            cu.dtoh(&mut b, dyl.1)?;
+            Ok((a, b))
+        };
+        let poison = || -> Result<(), String> {
+            cu.memset16(bufs[0].1, 0xffff, m * h)?;
+            cu.memset16(bufs[1].1, 0xffff, m * h)?;
+            cu.memset16(dyl.1, 0xffff, mw * m)
+        };
+        let intercepted = stats::intercepted();
+        let res = (|| -> Result<String, String> {
+            // First step alone, against float64.
+            poison()?;
+            cu.copy_async(bufs[0].1, pristine.1, m * h * 2, stream)?;
+            let st = step.run(&self.h, alpha, dws[0].1, bufs[0].1, bufs[1].1, 0, 0, stream);
+            if st != skinnylt::abi::STATUS_SUCCESS {
+                return Err(format!("step 0: {}", skinnylt::abi::status_name(st)));
+            }
+            cu.sync(stream)?;
+            let mut y1 = vec![0u16; m * h];
+            cu.dtoh(&mut y1, bufs[1].1)?;
+            let r = reference::reference(dtype, m, h, h, &w[0], h, &x0, h, None, alpha as f64);
+            match reference::rel_error(dtype, m, h, &y1, h, &r) {
+                Some(e) if e <= reference::tolerance(dtype) => {}
+                e => return Err(format!("step 0 against float64: {e:?}")),
+            }
+            poison()?;
+            run(true)?;
+            let want = read()?;
+            if want.1.iter().any(|&v| v == 0xffff) {
+                return Err("synchronised chain left poison in the output".into());
+            }
+            poison()?;
+            run(false)?;
+            if read()? != want {
+                return Err("eager chain without syncs differs from the synchronised chain".into());
+            }
+            let exec = cu.capture(stream, || run(false))?;
+            for rep in 1..=200 {
+                if rep % 50 == 0 {
+                    poison()?;
+                }
+                cu.graph_launch(exec, stream)?;
+                if rep % 50 == 0 && read()? != want {
+                    cu.graph_destroy(exec);
+                    return Err(format!("graph replay {rep} differs from the synchronised chain"));
+                }
+            }
+            cu.graph_destroy(exec);
+            Ok(format!("{} steps; eager and 200 replays bitwise equal to synchronised runs; PDL {}", steps + 1, skinnylt::config::pdl()))
+        })();
+        cu.sync(stream)?;
+        cu.stream_destroy(stream);
+        let ran = stats::intercepted() - intercepted;
+        let res = res.and_then(|d| if ran == 0 { Err("no step was run by skinnylt".into()) } else { Ok(format!("{d}; {ran} calls run by skinnylt")) });
+        self.record(NAME.into(), res);
         Ok(())
     }
 
