@@ -11,6 +11,7 @@
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on) |
+//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | measured PDL knobs (docs/notes/2026-11-22-session2.md) |
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
