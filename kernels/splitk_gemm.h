@@ -41,9 +41,10 @@ struct GemmParams {
   i32 prefetch_row_bytes;
   i32 pdl_flags;
 };
-// PDL_LATE_TRIGGER: let the PDL successor launch after our main loop (its prefetch
-// overlaps our tail), not at our start (it would compete with our streaming).
-constexpr i32 PDL_LATE_TRIGGER = 1, PDL_PREFETCH_X = 2;
+// PDL_LATE_TRIGGER: let the PDL successor launch near the end of our main loop (its
+// prefetch overlaps our tail), not at our start (it would compete with our
+// streaming): (pdl_flags >> PDL_LEAD_SHIFT) blocks before the end, 0 = after it.
+constexpr i32 PDL_LATE_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8;
 
 // The matrix atom the pipeline is written against: ROWS weight rows x TOKS tokens x
 // K k per step. Each lane feeds it W_PIECES weight pieces and X_PIECES token pieces
@@ -200,6 +201,8 @@ struct SplitK {
     // them), then wait for it before the first real load or any store. The next
     // kernel may launch from here, or (PDL_LATE_TRIGGER) once our main loop is done.
     if (!(p.pdl_flags & PDL_LATE_TRIGGER)) pdl_launch_dependents();
+    const int lead = (p.pdl_flags >> PDL_LEAD_SHIFT) & 0xff;
+    const int trigger_at = !(p.pdl_flags & PDL_LATE_TRIGGER) ? -1 : nb > lead ? nb - lead : 0;
     if (p.prefetch_row_bytes > 0 && nb > 0) {
       const int k_lo = kb_begin * TILE_K;
       const int k_end = kb_end * TILE_K < p.k ? kb_end * TILE_K : p.k;
@@ -242,6 +245,7 @@ struct SplitK {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s, kb_begin + s);
     for (int i = 0; i < nb; ++i) {
+      if (i == trigger_at) pdl_launch_dependents();
       copy_wait<STAGES - 2, MIN_COPIES>();  // block i has landed (this wave's copies) ...
       barrier();                            // ... for every wave; stage i-1 is free again
       issue((i + STAGES - 1) % STAGES, kb_begin + i + STAGES - 1);
@@ -289,7 +293,7 @@ struct SplitK {
     }
     copy_wait<0, MIN_COPIES>();
     barrier();  // the ring is idle: its LDS may be reused
-    if (p.pdl_flags & PDL_LATE_TRIGGER) pdl_launch_dependents();
+    if (trigger_at >= nb) pdl_launch_dependents();
 
     // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
     float acc[RA][TA][4];

@@ -11,7 +11,7 @@
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on) |
-//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | measured PDL knobs (docs/notes/2026-11-22-session2.md) |
+//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | measured PDL knobs (docs/notes/2026-11-22-session2.md) |
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +44,12 @@ pub struct Config {
 /// Bits of `pdl_flags` (mirrored by `PDL_*` in kernels/splitk_gemm.h).
 pub const PDL_LATE_TRIGGER: i32 = 1;
 pub const PDL_PREFETCH_X: i32 = 2;
+/// Bits 8..15: how many K blocks before the end of its main loop a kernel lets the
+/// next one launch (`SKINNYLT_PDL_LEAD`; 0 = after the loop).
+pub const PDL_LEAD_SHIFT: i32 = 8;
 pub const DEFAULT_PDL_PREFETCH_ROW_BYTES: i32 = 1024;
+/// Measured on H100 (docs/notes/2026-11-22-session2.md): 8 blocks before the end.
+pub const DEFAULT_PDL_LEAD: i32 = 8;
 
 pub const DEFAULT_MAX_M: u64 = 128;
 pub const DEFAULT_WORKSPACE_MB: usize = 32;
@@ -81,7 +86,8 @@ impl Config {
                 .and_then(|v| v.trim().parse::<i32>().ok())
                 .map_or(DEFAULT_PDL_PREFETCH_ROW_BYTES, |b| b.clamp(0, 1 << 20)),
             pdl_flags: if get("SKINNYLT_PDL_TRIGGER").is_some_and(|v| v.trim() == "early") { 0 } else { PDL_LATE_TRIGGER }
-                | if get("SKINNYLT_PDL_PREFETCH_X").is_some_and(|v| v.trim() == "0") { 0 } else { PDL_PREFETCH_X },
+                | if get("SKINNYLT_PDL_PREFETCH_X").is_some_and(|v| v.trim() == "0") { 0 } else { PDL_PREFETCH_X }
+                | get("SKINNYLT_PDL_LEAD").and_then(|v| v.trim().parse::<i32>().ok()).map_or(DEFAULT_PDL_LEAD, |b| b.clamp(0, 255)) << PDL_LEAD_SHIFT,
         }
     }
 }
@@ -139,7 +145,7 @@ mod tests {
         assert_eq!(c.max_m, DEFAULT_MAX_M);
         assert_eq!(c.workspace_bytes, DEFAULT_WORKSPACE_MB << 20);
         assert!(c.pdl);
-        assert_eq!(c.pdl_flags, PDL_LATE_TRIGGER | PDL_PREFETCH_X);
+        assert_eq!(c.pdl_flags, PDL_LATE_TRIGGER | PDL_PREFETCH_X | DEFAULT_PDL_LEAD << PDL_LEAD_SHIFT);
         assert_eq!(c.pdl_prefetch_row_bytes, DEFAULT_PDL_PREFETCH_ROW_BYTES);
     }
 
