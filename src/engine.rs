@@ -356,7 +356,15 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
     let mut args = [&mut params as *mut GemmParams as *mut c_void];
     let f = dev.functions[plan.kernel];
     let cluster = plan.cluster.then_some([1, plan.split_k, 1]);
-    let r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, pdl) };
+    let mut r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, pdl) };
+    if pdl && let Err(err) = &r {
+        // A driver or capture mode that refuses the PDL attribute: plain stream order.
+        crate::log_warn!("launch with programmatic dependent launch failed ({err}); retrying without");
+        params.prefetch_row_bytes = 0;
+        params.pdl_flags = 0;
+        let mut args = [&mut params as *mut GemmParams as *mut c_void];
+        r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, false) };
+    }
     match r {
         Ok(()) => {
             crate::log_trace!(
