@@ -71,6 +71,7 @@ static struct stub_call *record(const char *name, const uint64_t *args, int narg
     memcpy(c->args, args, (size_t)nargs * sizeof *args);
     c->out = 0;
     c->status = g_status[idx];
+    c->payload = 0;
     return c;
 }
 
@@ -87,6 +88,12 @@ static void new_object(struct stub_call *rec, void *out) {
     void *p = (void *)(uintptr_t)g_next_object;
     if (out) memcpy(out, &p, sizeof p);
     rec->out = g_next_object;
+}
+
+/* What a SetAttribute was given, so a test can check the value behind buf after
+ * the caller's buffer is gone. */
+static void keep_payload(struct stub_call *rec, const void *buf, size_t size) {
+    if (buf) memcpy(&rec->payload, buf, size < 8 ? size : 8);
 }
 
 /* What every GetAttribute writes: a byte pattern and a fake size. */
@@ -183,6 +190,7 @@ EXPORT hipblasStatus_t hipblasLtMatrixLayoutSetAttribute(hipblasLtMatrixLayout_t
                                                          hipblasLtMatrixLayoutAttribute_t attr,
                                                          const void *buf, size_t sizeInBytes) {
     RECORD(U(matLayout), U(attr), U(buf), U(sizeInBytes));
+    keep_payload(rec, buf, sizeInBytes);
     return rec->status;
 }
 
@@ -212,6 +220,7 @@ EXPORT hipblasStatus_t hipblasLtMatmulDescSetAttribute(hipblasLtMatmulDesc_t mat
                                                        hipblasLtMatmulDescAttributes_t attr,
                                                        const void *buf, size_t sizeInBytes) {
     RECORD(U(matmulDesc), U(attr), U(buf), U(sizeInBytes));
+    keep_payload(rec, buf, sizeInBytes);
     return rec->status;
 }
 
@@ -239,6 +248,7 @@ EXPORT hipblasStatus_t hipblasLtMatmulPreferenceSetAttribute(
     hipblasLtMatmulPreference_t pref, hipblasLtMatmulPreferenceAttributes_t attr, const void *buf,
     size_t sizeInBytes) {
     RECORD(U(pref), U(attr), U(buf), U(sizeInBytes));
+    keep_payload(rec, buf, sizeInBytes);
     return rec->status;
 }
 

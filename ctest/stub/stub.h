@@ -22,6 +22,7 @@ struct stub_call {
     uint64_t args[STUB_MAX_ARGS];
     uint64_t out;    /* value written to the main out-parameter, 0 if none */
     int status;      /* the status the stub returned */
+    uint64_t payload; /* core SetAttribute: the first min(size, 8) bytes of buf; else 0 */
 };
 
 /* Fake values the stub writes. */

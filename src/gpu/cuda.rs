@@ -370,4 +370,7 @@ impl Cuda {
         cu!(self, cuEventElapsedTime(&mut ms, a, b))?;
         Ok(ms)
     }
+    pub fn event_destroy(&self, e: *mut c_void) {
+        let _ = cu!(self, cuEventDestroy_v2(e));
+    }
 }

@@ -17,6 +17,14 @@ const ATTR_L2_CACHE_SIZE: c_int = 19;
 const ATTR_CC_MAJOR: c_int = 23;
 const ATTR_CC_MINOR: c_int = 61;
 const ATTR_MULTIPROCESSOR_COUNT: c_int = 63;
+// hipMemcpyKind (HostToHost 0, HostToDevice 1, DeviceToHost 2, DeviceToDevice 3).
+const MEMCPY_HOST_TO_DEVICE: c_int = 1;
+const MEMCPY_DEVICE_TO_HOST: c_int = 2;
+const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
+// hipStreamNonBlocking, a hipStreamCreateWithFlags flag.
+const STREAM_NON_BLOCKING: c_uint = 1;
+// hipStreamCaptureMode (Global 0, ThreadLocal 1, Relaxed 2).
+const STREAM_CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 
 dl_table!(HipFns {
     hipRuntimeGetVersion: fn(*mut c_int) -> HipError;
@@ -34,6 +42,23 @@ dl_table!(HipFns {
     hipFree: fn(*mut c_void) -> HipError;
     hipMemset: fn(*mut c_void, c_int, usize) -> HipError;
     hipDeviceSynchronize: fn() -> HipError;
+    hipMemcpy: fn(*mut c_void, *const c_void, usize, c_int) -> HipError;
+    hipMemcpyAsync: fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> HipError;
+    hipMemsetD16: fn(*mut c_void, u16, usize) -> HipError;
+    hipStreamCreateWithFlags: fn(*mut *mut c_void, c_uint) -> HipError;
+    hipStreamDestroy: fn(*mut c_void) -> HipError;
+    hipStreamSynchronize: fn(*mut c_void) -> HipError;
+    hipStreamBeginCapture: fn(*mut c_void, c_int) -> HipError;
+    hipStreamEndCapture: fn(*mut c_void, *mut *mut c_void) -> HipError;
+    hipGraphInstantiate: fn(*mut *mut c_void, *mut c_void, *mut *mut c_void, *mut c_char, usize) -> HipError;
+    hipGraphLaunch: fn(*mut c_void, *mut c_void) -> HipError;
+    hipGraphExecDestroy: fn(*mut c_void) -> HipError;
+    hipGraphDestroy: fn(*mut c_void) -> HipError;
+    hipEventCreate: fn(*mut *mut c_void) -> HipError;
+    hipEventRecord: fn(*mut c_void, *mut c_void) -> HipError;
+    hipEventSynchronize: fn(*mut c_void) -> HipError;
+    hipEventElapsedTime: fn(*mut f32, *mut c_void, *mut c_void) -> HipError;
+    hipEventDestroy: fn(*mut c_void) -> HipError;
 });
 
 pub struct Hip {
@@ -203,5 +228,92 @@ impl Hip {
             }
         }
         r
+    }
+}
+
+/// Host-side helpers for benchmarks and tuning (not used by the library's GEMM
+/// path), the same set as `Cuda`'s: memory, copies, streams, graphs, events.
+/// Device pointers are `u64` as on the CUDA side; HIP takes them as `void*`.
+// Streams, graphs and events are opaque runtime handles passed through to HIP;
+// nothing is dereferenced on the host.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+impl Hip {
+    pub fn make_current(&self, ctx: Context) -> Result<()> {
+        hip!(self, hipSetDevice(ctx.1))
+    }
+    pub fn malloc(&self, bytes: usize) -> Result<u64> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        hip!(self, hipMalloc(&mut p, bytes.max(16)))?;
+        Ok(p as u64)
+    }
+    pub fn free_raw(&self, p: u64) {
+        let _ = hip!(self, hipFree(p as *mut c_void));
+    }
+    pub fn htod<T: Copy>(&self, dst: u64, src: &[T]) -> Result<()> {
+        hip!(self, hipMemcpy(dst as *mut c_void, src.as_ptr().cast(), std::mem::size_of_val(src), MEMCPY_HOST_TO_DEVICE))
+    }
+    pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<()> {
+        hip!(self, hipMemcpy(dst.as_mut_ptr().cast(), src as *const c_void, std::mem::size_of_val(dst), MEMCPY_DEVICE_TO_HOST))
+    }
+    pub fn memset16(&self, dst: u64, value: u16, count: usize) -> Result<()> {
+        hip!(self, hipMemsetD16(dst as *mut c_void, value, count))?;
+        // The fill runs on the null stream, which our non-blocking streams do not
+        // wait for: finish it before the caller's next launch reads the buffer.
+        hip!(self, hipDeviceSynchronize())
+    }
+    pub fn copy_async(&self, dst: u64, src: u64, bytes: usize, stream: *mut c_void) -> Result<()> {
+        hip!(self, hipMemcpyAsync(dst as *mut c_void, src as *const c_void, bytes, MEMCPY_DEVICE_TO_DEVICE, stream))
+    }
+    pub fn stream_create(&self) -> Result<*mut c_void> {
+        let mut s: *mut c_void = std::ptr::null_mut();
+        hip!(self, hipStreamCreateWithFlags(&mut s, STREAM_NON_BLOCKING))?;
+        Ok(s)
+    }
+    pub fn stream_destroy(&self, s: *mut c_void) {
+        let _ = hip!(self, hipStreamDestroy(s));
+    }
+    pub fn sync(&self, s: *mut c_void) -> Result<()> {
+        hip!(self, hipStreamSynchronize(s))
+    }
+    pub fn device_sync(&self) -> Result<()> {
+        hip!(self, hipDeviceSynchronize())
+    }
+    /// Captures what `f` enqueues on `s` into an instantiated graph.
+    pub fn capture(&self, s: *mut c_void, f: impl FnOnce() -> Result<()>) -> Result<*mut c_void> {
+        hip!(self, hipStreamBeginCapture(s, STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+        let r = f();
+        let mut g: *mut c_void = std::ptr::null_mut();
+        let end = hip!(self, hipStreamEndCapture(s, &mut g));
+        r?;
+        end?;
+        let mut exec: *mut c_void = std::ptr::null_mut();
+        let inst = hip!(self, hipGraphInstantiate(&mut exec, g, std::ptr::null_mut(), std::ptr::null_mut(), 0));
+        let _ = hip!(self, hipGraphDestroy(g));
+        inst?;
+        Ok(exec)
+    }
+    pub fn graph_launch(&self, exec: *mut c_void, s: *mut c_void) -> Result<()> {
+        hip!(self, hipGraphLaunch(exec, s))
+    }
+    pub fn graph_destroy(&self, exec: *mut c_void) {
+        let _ = hip!(self, hipGraphExecDestroy(exec));
+    }
+    pub fn event(&self) -> Result<*mut c_void> {
+        let mut e: *mut c_void = std::ptr::null_mut();
+        hip!(self, hipEventCreate(&mut e))?;
+        Ok(e)
+    }
+    pub fn record(&self, e: *mut c_void, s: *mut c_void) -> Result<()> {
+        hip!(self, hipEventRecord(e, s))
+    }
+    /// Milliseconds between two recorded events (waits for the second).
+    pub fn elapsed_ms(&self, a: *mut c_void, b: *mut c_void) -> Result<f32> {
+        hip!(self, hipEventSynchronize(b))?;
+        let mut ms = 0f32;
+        hip!(self, hipEventElapsedTime(&mut ms, a, b))?;
+        Ok(ms)
+    }
+    pub fn event_destroy(&self, e: *mut c_void) {
+        let _ = hip!(self, hipEventDestroy(e));
     }
 }

@@ -58,6 +58,16 @@ pub enum Backend {
     Cuda,
 }
 
+impl Backend {
+    /// What the vendor calls the device's units, for reports: "CUs" or "SMs".
+    pub fn unit_name(self) -> &'static str {
+        match self {
+            Backend::Hip => "CUs",
+            Backend::Cuda => "SMs",
+        }
+    }
+}
+
 /// The GPU generations skinnylt has kernels for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Arch {
@@ -253,5 +263,71 @@ impl Runtime {
             (Runtime::Hip(h), None) => unsafe { h.launch(ctx, f, grid, block, shared, stream, params) },
             (Runtime::Hip(_), Some(_)) => Err("thread-block clusters are an sm_90 feature".into()),
         }
+    }
+}
+
+/// Host-side helpers for `skinnylt bench` / `tune` (not the GEMM path), written
+/// once for both runtimes: each forwards to the runtime's helper of the same name.
+/// Device pointers are `u64`; streams, graphs and events are the runtime's opaque
+/// handles.
+impl Runtime {
+    pub fn make_current(&self, ctx: Context) -> Result<()> {
+        dispatch!(self, r => r.make_current(ctx))
+    }
+    pub fn malloc(&self, bytes: usize) -> Result<u64> {
+        dispatch!(self, r => r.malloc(bytes))
+    }
+    pub fn free_raw(&self, p: u64) {
+        dispatch!(self, r => r.free_raw(p))
+    }
+    pub fn htod<T: Copy>(&self, dst: u64, src: &[T]) -> Result<()> {
+        dispatch!(self, r => r.htod(dst, src))
+    }
+    pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<()> {
+        dispatch!(self, r => r.dtoh(dst, src))
+    }
+    /// Fills `count` 16-bit elements at `dst` with `value`.
+    pub fn memset16(&self, dst: u64, value: u16, count: usize) -> Result<()> {
+        dispatch!(self, r => r.memset16(dst, value, count))
+    }
+    /// Device-to-device copy, enqueued on `stream`.
+    pub fn copy_async(&self, dst: u64, src: u64, bytes: usize, stream: *mut c_void) -> Result<()> {
+        dispatch!(self, r => r.copy_async(dst, src, bytes, stream))
+    }
+    /// A stream that does not synchronise with the null stream.
+    pub fn stream_create(&self) -> Result<*mut c_void> {
+        dispatch!(self, r => r.stream_create())
+    }
+    pub fn stream_destroy(&self, s: *mut c_void) {
+        dispatch!(self, r => r.stream_destroy(s))
+    }
+    pub fn sync(&self, s: *mut c_void) -> Result<()> {
+        dispatch!(self, r => r.sync(s))
+    }
+    pub fn device_sync(&self) -> Result<()> {
+        dispatch!(self, r => r.device_sync())
+    }
+    /// Captures what `f` enqueues on `s` into an instantiated graph.
+    pub fn capture(&self, s: *mut c_void, f: impl FnOnce() -> Result<()>) -> Result<*mut c_void> {
+        dispatch!(self, r => r.capture(s, f))
+    }
+    pub fn graph_launch(&self, exec: *mut c_void, s: *mut c_void) -> Result<()> {
+        dispatch!(self, r => r.graph_launch(exec, s))
+    }
+    pub fn graph_destroy(&self, exec: *mut c_void) {
+        dispatch!(self, r => r.graph_destroy(exec))
+    }
+    pub fn event(&self) -> Result<*mut c_void> {
+        dispatch!(self, r => r.event())
+    }
+    pub fn record(&self, e: *mut c_void, s: *mut c_void) -> Result<()> {
+        dispatch!(self, r => r.record(e, s))
+    }
+    /// Milliseconds between two recorded events (waits for the second).
+    pub fn elapsed_ms(&self, a: *mut c_void, b: *mut c_void) -> Result<f32> {
+        dispatch!(self, r => r.elapsed_ms(a, b))
+    }
+    pub fn event_destroy(&self, e: *mut c_void) {
+        dispatch!(self, r => r.event_destroy(e))
     }
 }

@@ -1,8 +1,9 @@
 //! `skinnylt bench`: skinnylt's kernels and the vendor library side by side, in the
 //! same run (method: shared/docs/targets.md).
 //!
-//! * vendor = the fastest of cuBLASLt's top-8 heuristic algorithms for the same
-//!   problem (bf16/fp16, compute 32F, 32 MiB workspace), through its C API;
+//! * vendor = the fastest of the vendor library's top-8 heuristic algorithms for
+//!   the same problem (bf16/fp16, compute 32F, 32 MiB workspace), through its C
+//!   API: cuBLASLt on NVIDIA, the real hipBLASLt on AMD (`skinnylt::vendor`);
 //! * cold weights: enough weight sets rotate that their total exceeds 3x the L2;
 //! * graph replay: one graph holds many GEMMs (one per weight set), the time per
 //!   GEMM is a replay's time over their count; median of the replays;
@@ -12,12 +13,11 @@
 use std::ffi::c_void;
 use std::fmt::Write as _;
 
-use skinnylt::gpu::cuda::Cuda;
-use skinnylt::gpu::{self, Runtime};
+use skinnylt::gpu::{self, DeviceInfo, Runtime};
 use skinnylt::grid::{self, Shape};
 use skinnylt::route::DType;
 use skinnylt::stats;
-use skinnylt::vendor::cublaslt::CublasLt;
+use skinnylt::vendor::{self, Problem, Vendor};
 
 use crate::client::{Handle, Linear};
 use crate::progress::Progress;
@@ -83,18 +83,29 @@ impl Row {
     }
 }
 
-pub fn run(a: &Args) -> i32 {
-    let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
-        eprintln!("skinnylt bench runs on an NVIDIA GPU (CUDA driver); none found");
+/// Runs measuring command `cmd` on the process's GPU runtime (HIP or CUDA); the
+/// exit status: 0, 1 after its error, 2 when there is no GPU.
+pub fn on_gpu(cmd: &str, f: impl FnOnce(&'static Runtime) -> Result<(), String>) -> i32 {
+    let Some(rt) = gpu::runtime() else {
+        eprintln!("skinnylt {cmd} needs a GPU: none found (looked for the HIP runtime, libamdhip64, and the CUDA driver, libcuda, with a device)");
         return 2;
     };
-    match bench(cu, a) {
+    match f(rt) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("bench failed: {e}");
+            eprintln!("{cmd} failed: {e}");
             1
         }
     }
+}
+
+/// "N SMs" (NVIDIA) or "N CUs" (AMD).
+pub fn units(info: &DeviceInfo) -> String {
+    format!("{} {}", info.units, info.backend.unit_name())
+}
+
+pub fn run(a: &Args) -> i32 {
+    on_gpu("bench", |rt| bench(rt, a))
 }
 
 fn parse_shape(s: &str) -> Result<Shape, String> {
@@ -103,7 +114,7 @@ fn parse_shape(s: &str) -> Result<Shape, String> {
     Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
 }
 
-pub struct Buf<'a>(pub &'a Cuda, pub u64);
+pub struct Buf<'a>(pub &'a Runtime, pub u64);
 impl Drop for Buf<'_> {
     fn drop(&mut self) {
         self.0.free_raw(self.1);
@@ -126,7 +137,7 @@ pub struct ColdSets<'a> {
 }
 
 impl<'a> ColdSets<'a> {
-    pub fn new(cu: &'a Cuda, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
+    pub fn new(cu: &'a Runtime, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
         let w_bytes = n * k * 2;
         let sets = (3 * l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
@@ -152,7 +163,7 @@ impl<'a> ColdSets<'a> {
 }
 
 /// Copy bandwidth (bytes read + written per second) of a 1 GiB device copy.
-pub fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
+pub fn copy_bandwidth(cu: &Runtime, s: *mut c_void) -> Result<f64, String> {
     let bytes = 1usize << 30;
     let (src, dst) = (Buf(cu, cu.malloc(bytes)?), Buf(cu, cu.malloc(bytes)?));
     let (e0, e1) = (cu.event()?, cu.event()?);
@@ -166,12 +177,14 @@ pub fn copy_bandwidth(cu: &Cuda, s: *mut c_void) -> Result<f64, String> {
             t.push(ms);
         }
     }
+    cu.event_destroy(e0);
+    cu.event_destroy(e1);
     t.sort_by(|a, b| a.partial_cmp(b).unwrap());
     Ok(2.0 * bytes as f64 / (t[t.len() / 2] * 1e-3))
 }
 
 /// Median time per GEMM (µs) of a graph of `count` GEMMs enqueued by `enqueue`.
-pub fn time_graph(cu: &Cuda, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
+pub fn time_graph(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
     let exec = cu.capture(s, &enqueue)?;
     let (e0, e1) = (cu.event()?, cu.event()?);
     for _ in 0..3 {
@@ -186,25 +199,55 @@ pub fn time_graph(cu: &Cuda, s: *mut c_void, reps: usize, count: usize, enqueue:
     }
     cu.sync(s)?;
     cu.graph_destroy(exec);
+    cu.event_destroy(e0);
+    cu.event_destroy(e1);
     t.sort_by(|a, b| a.partial_cmp(b).unwrap());
     Ok(t[t.len() / 2])
 }
 
-fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
+/// The vendor's time per GEMM (µs) on the cold sets: the fastest of `p`'s
+/// algorithms, each run once eagerly first (hipBLASLt loads a solution's code
+/// object on its first call, which must not happen inside a capture); an
+/// algorithm that fails is left out, and none left gives infinity.
+#[allow(clippy::too_many_arguments)]
+pub fn vendor_time(cu: &Runtime, s: *mut c_void, reps: usize, lt: &dyn Vendor, p: &Problem, cs: &ColdSets, ws: &Buf, ws_bytes: usize) -> f64 {
+    let run = |i: usize, c: usize| {
+        let j = c % cs.sets;
+        lt.matmul(p, i, cs.w[j].1, cs.xs[j].1, cs.ys[j].1, ws.1, ws_bytes, s)
+    };
+    let mut best = f64::INFINITY;
+    for i in 0..p.algos() {
+        let t = run(i, 0).and_then(|_| cu.sync(s)).and_then(|_| {
+            time_graph(cu, s, reps, cs.count, || {
+                for c in 0..cs.count {
+                    run(i, c)?;
+                }
+                Ok(())
+            })
+        });
+        if let Ok(t) = t {
+            best = best.min(t);
+        }
+    }
+    best
+}
+
+fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
     let dev = skinnylt::engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
-    let lt = CublasLt::load()?;
+    let lt = vendor::for_backend(cu.backend())?;
     let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
     let bw = copy_bandwidth(cu, s)?;
     println!(
-        "device {} ({} SMs, L2 {} MiB); copy bandwidth {:.2} TB/s; vendor: cuBLASLt {} ({})",
+        "device {} ({}, L2 {} MiB); copy bandwidth {:.2} TB/s; vendor: {} {} ({})",
         dev.info.name,
-        dev.info.units,
+        units(&dev.info),
         dev.info.l2_bytes >> 20,
         bw / 1e12,
+        lt.name(),
         lt.version(),
-        lt.path
+        lt.path()
     );
     let shapes = a.select.shapes()?;
     let h = Handle::new()?;
@@ -242,21 +285,9 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
             })?)
         };
 
-        // cuBLASLt: every one of its top-8 algorithms, keep the fastest.
+        // The vendor: every one of its top-8 algorithms, keep the fastest.
         let p = lt.problem(dtype, m as u64, n as u64, k as u64, bias_ptr, ws_bytes as u64, 8)?;
-        let mut vendor = f64::INFINITY;
-        for i in 0..p.algos.len() {
-            let t = time_graph(cu, s, a.reps, count, || {
-                for c in 0..count {
-                    let j = c % sets;
-                    lt.matmul(&p, i, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s)?;
-                }
-                Ok(())
-            });
-            if let Ok(t) = t {
-                vendor = vendor.min(t);
-            }
-        }
+        let vendor = vendor_time(cu, s, a.reps, &*lt, &p, &cs, &ws, ws_bytes);
         lt.free(p);
         let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
         let floor = bytes / bw * 1e6;
@@ -284,10 +315,10 @@ fn bench(cu: &Cuda, a: &Args) -> Result<(), String> {
         std::fs::write(path, to_json(&rows, &dev.info.name, bw)).map_err(|e| e.to_string())?;
     }
     if let Some(path) = &a.svg {
-        std::fs::write(path, heatmap(&rows, &dev.info.name)).map_err(|e| e.to_string())?;
+        std::fs::write(path, heatmap(&rows, &dev.info.name, lt.name())).map_err(|e| e.to_string())?;
     }
     if let Some(path) = &a.curves {
-        std::fs::write(path, curves(&rows, &dev.info.name)).map_err(|e| e.to_string())?;
+        std::fs::write(path, curves(&rows, &dev.info.name, lt.name())).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -344,10 +375,10 @@ fn to_json(rows: &[Row], device: &str, bw: f64) -> String {
 /// Speedup heatmap: one panel per group, M down, (N, K, bias) across; each cell
 /// coloured by speedup and showing both latencies. (A table of coloured cells:
 /// plain SVG text, no plotting crate needed.)
-pub fn heatmap(rows: &[Row], device: &str) -> String {
+pub fn heatmap(rows: &[Row], device: &str, vendor: &str) -> String {
     let mut groups: Vec<&str> = rows.iter().map(|r| r.shape.group).collect();
     groups.dedup();
-    let (cw, ch, left, top) = (118.0, 40.0, 60.0, 70.0);
+    let (cw, ch, left, top) = (118.0, 40.0, 60.0, 90.0);
     let mut body = String::new();
     let mut y0 = top;
     let mut width: f64 = 600.0;
@@ -360,7 +391,7 @@ pub fn heatmap(rows: &[Row], device: &str) -> String {
         ms.dedup();
         width = width.max(left + cw * cols.len() as f64 + 20.0);
         let gm = geomean(rs.iter().map(|r| r.speedup()));
-        let _ = write!(body, "<text x='{left}' y='{}' font-size='15' font-weight='bold'>{g}: geomean speedup {gm:.2}x over cuBLASLt</text>", y0 - 28.0);
+        let _ = write!(body, "<text x='{left}' y='{}' font-size='15' font-weight='bold'>{g}: geomean speedup {gm:.2}x over {vendor}</text>", y0 - 28.0);
         for (ci, (n, k, b)) in cols.iter().enumerate() {
             let x = left + cw * ci as f64;
             let _ = write!(body, "<text x='{}' y='{}' font-size='11' text-anchor='middle'>N={n} K={k}{}</text>", x + cw / 2.0, y0 - 8.0, if *b { " +b" } else { "" });
@@ -389,7 +420,7 @@ pub fn heatmap(rows: &[Row], device: &str) -> String {
         y0 += ch * ms.len() as f64 + 80.0;
     }
     format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='20' font-size='16'>skinnylt vs cuBLASLt (best of its top-8) on {device}: speedup per shape</text><text x='10' y='38' font-size='12'>cell text: skinnylt / vendor µs (graph replay, cold weights); fwd = forwarded to the vendor by the tuning table</text>{body}</svg>\n",
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='20' font-size='16'>skinnylt vs {vendor} (best of its top-8) on {device}: speedup per shape</text><text x='10' y='38' font-size='12'>cell text: skinnylt / vendor µs (graph replay, cold weights); fwd = forwarded to the vendor by the tuning table</text>{body}</svg>\n",
         y0 - 40.0
     )
 }
@@ -408,7 +439,7 @@ fn color(speedup: f64) -> String {
 
 /// Latency against M, one small panel per (N, K, bias): skinnylt and the vendor,
 /// log2 M across, µs up (each panel scaled to its own range).
-pub fn curves(rows: &[Row], device: &str) -> String {
+pub fn curves(rows: &[Row], device: &str, vendor: &str) -> String {
     let mut keys: Vec<(&str, u32, u32, bool)> = rows.iter().map(|r| (r.shape.group, r.shape.n, r.shape.k, r.shape.bias)).collect();
     keys.dedup();
     let (pw, ph, cols) = (260.0, 170.0, 4usize);
@@ -434,7 +465,7 @@ pub fn curves(rows: &[Row], device: &str) -> String {
         }
     }
     format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='22' font-size='15'>Latency vs M on {device}: <tspan fill='#1a7f37'>skinnylt</tspan> and <tspan fill='#cf222e'>cuBLASLt (best of top-8)</tspan>; forwarded shapes show the vendor's time</text>{body}</svg>\n",
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='22' font-size='15'>Latency vs M on {device}: <tspan fill='#1a7f37'>skinnylt</tspan> and <tspan fill='#cf222e'>{vendor} (best of top-8)</tspan>; forwarded shapes show the vendor's time</text>{body}</svg>\n",
         40.0 + cols as f64 * (pw + 30.0),
         70.0 + rows_n as f64 * (ph + 50.0)
     )
@@ -481,6 +512,10 @@ pub struct PlotArgs {
     pub heatmap: Option<String>,
     #[arg(long)]
     pub curves: Option<String>,
+    /// The vendor library the file was measured against (`bench --json` does not
+    /// record it): cuBLASLt on NVIDIA, hipBLASLt on AMD.
+    #[arg(long, default_value = "cuBLASLt")]
+    pub vendor: String,
 }
 
 /// `skinnylt plot`: redraws the pictures of a saved benchmark (no GPU needed).
@@ -488,10 +523,10 @@ pub fn plot(a: &PlotArgs) -> i32 {
     let r = std::fs::read_to_string(&a.json).map_err(|e| e.to_string()).and_then(|t| rows_from_json(&t)).and_then(|(device, rows)| {
         summary(&rows);
         if let Some(p) = &a.heatmap {
-            std::fs::write(p, heatmap(&rows, &device)).map_err(|e| e.to_string())?;
+            std::fs::write(p, heatmap(&rows, &device, &a.vendor)).map_err(|e| e.to_string())?;
         }
         if let Some(p) = &a.curves {
-            std::fs::write(p, curves(&rows, &device)).map_err(|e| e.to_string())?;
+            std::fs::write(p, curves(&rows, &device, &a.vendor)).map_err(|e| e.to_string())?;
         }
         Ok(())
     });
@@ -501,5 +536,36 @@ pub fn plot(a: &PlotArgs) -> i32 {
             eprintln!("plot failed: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<Row> {
+        [1, 4]
+            .into_iter()
+            .map(|m| Row { shape: Shape { group: "G1", m, n: 2880, k: 2880, bias: true }, ours_us: 5.0, vendor_us: 7.5, floor_us: 4.0, forwarded: false })
+            .collect()
+    }
+
+    #[test]
+    fn pictures_name_the_vendor_they_were_measured_against() {
+        for (vendor, other) in [("cuBLASLt", "hipBLASLt"), ("hipBLASLt", "cuBLASLt")] {
+            let h = heatmap(&rows(), "gpu", vendor);
+            assert!(h.contains(&format!("skinnylt vs {vendor} (best of its top-8) on gpu")));
+            assert!(h.contains(&format!("geomean speedup 1.50x over {vendor}")));
+            let c = curves(&rows(), "gpu", vendor);
+            assert!(c.contains(&format!("{vendor} (best of top-8)")));
+            assert!(!h.contains(other) && !c.contains(other));
+        }
+    }
+
+    #[test]
+    fn units_use_the_vendor_word() {
+        let info = |backend, units| DeviceInfo { backend, ordinal: 0, name: "gpu".into(), arch_name: "x".into(), arch: None, units, l2_bytes: 0 };
+        assert_eq!(units(&info(gpu::Backend::Cuda, 132)), "132 SMs");
+        assert_eq!(units(&info(gpu::Backend::Hip, 304)), "304 CUs");
     }
 }

@@ -13,19 +13,19 @@ use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::MIN_BLOCKS;
 use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
-use skinnylt::vendor::cublaslt::CublasLt;
-use skinnylt::{engine, kernels};
+use skinnylt::{engine, kernels, vendor};
 
-use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, time_graph};
+use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, on_gpu, time_graph, units, vendor_time};
 use crate::client::Handle;
 use crate::progress::Progress;
 use crate::reference::{self, Rng};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output tuning file (read first: its shapes are skipped).
-    #[arg(long, default_value = "tuning/sm90.json")]
-    pub out: String,
+    /// Output tuning file (read first: its shapes are skipped); default
+    /// tuning/<arch>.json for the device's arch (or --model's).
+    #[arg(long)]
+    pub out: Option<String>,
     #[command(flatten)]
     pub select: ShapeArgs,
     /// Also write entries for the other dtype with the same choice.
@@ -57,36 +57,36 @@ pub fn run(a: &Args) -> i32 {
             }
         };
     }
-    let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
-        eprintln!("skinnylt tune needs a GPU (this build tunes through CUDA)");
-        return 2;
-    };
-    match tune(cu, a) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("tune failed: {e}");
-            1
-        }
-    }
+    on_gpu("tune", |rt| tune(rt, a))
 }
 
-fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
+/// Where a tuning file for `arch` goes: `--out`, else tuning/<arch>.json.
+fn out_path(a: &Args, arch: gpu::Arch) -> String {
+    a.out.clone().unwrap_or_else(|| format!("tuning/{}.json", arch.name()))
+}
+
+fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
     let dev = engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let arch = dev.arch;
-    let lt = CublasLt::load()?;
+    let out = out_path(a, arch);
+    let lt = vendor::for_backend(cu.backend())?;
     let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
     let bw = copy_bandwidth(cu, s)?;
-    let mut file: TuningFile = std::fs::read_to_string(&a.out)
+    let mut file: TuningFile = std::fs::read_to_string(&out)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(TuningFile { schema: 1, arch: arch.name().into(), provenance: Provenance::default(), entries: vec![] });
+    // Resuming another arch's file would skip its shapes and mix the two.
+    if file.arch != arch.name() {
+        return Err(format!("{out} is a tuning file for {}, this device is {}: pass --out", file.arch, arch.name()));
+    }
     file.provenance = Provenance {
-        device: format!("{} ({} SMs), copy {:.2} TB/s, cuBLASLt {}", dev.info.name, dev.info.units, bw / 1e12, lt.version()),
-        date: std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default(),
+        device: format!("{} ({}), copy {:.2} TB/s, {} {}", dev.info.name, units(&dev.info), bw / 1e12, lt.name(), lt.version()),
+        date: today(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
-        notes: "measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of cuBLASLt's top-8 in the same run; speedup < 1.03 => forward".into(),
+        notes: format!("measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of {}'s top-8 in the same run; speedup < 1.03 => forward", lt.name()),
     };
     let shapes: Vec<Shape> = a.select.shapes()?;
     // Token ranges: each measured M covers up to the next measured M of its shape.
@@ -127,21 +127,7 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
         // (the best of both), so neither side is timed alone on a GPU whose clocks
         // dropped while the host computed the reference.
         let p = lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?;
-        let time_vendor = || {
-            let mut best = f64::INFINITY;
-            for i in 0..p.algos.len() {
-                if let Ok(t) = time_graph(cu, s, a.reps.max(5), count, || {
-                    for c in 0..count {
-                        let j = c % sets;
-                        lt.matmul(&p, i, wb[j].1, xb[j].1, yb[j].1, ws.1, ws_bytes, s)?;
-                    }
-                    Ok(())
-                }) {
-                    best = best.min(t);
-                }
-            }
-            best
-        };
+        let time_vendor = || vendor_time(cu, s, a.reps.max(5), &*lt, &p, &cs, &ws, ws_bytes);
         let vendor_before = time_vendor();
         // Candidates: every compiled kernel of the dtype whose token tile is not
         // much larger than M, at every split that leaves MIN_BLOCKS K blocks.
@@ -232,11 +218,16 @@ fn tune(cu: &skinnylt::gpu::cuda::Cuda, a: &Args) -> Result<(), String> {
             t0.elapsed().as_secs_f64()
         ));
         file.entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
-        std::fs::write(&a.out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+        std::fs::write(&out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
         progress.inc();
     }
     progress.finish();
     Ok(())
+}
+
+/// Today's date (UTC), for provenance.
+fn today() -> String {
+    std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default()
 }
 
 fn other(d: DType) -> DType {
@@ -292,7 +283,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         arch: arch.name().into(),
         provenance: Provenance {
             device: format!("model of {} ({} CUs, {:.1} TB/s peak HBM); not measured on the chip", arch.name(), arch.default_units(), bw / 1e12),
-            date: std::process::Command::new("date").arg("-u").arg("+%Y-%m-%d").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default(),
+            date: today(),
             command: std::env::args().collect::<Vec<_>>().join(" "),
             notes: format!(
                 "hardware-aware model: tile_m covering M, ~2 CTAs per CU via split-K with >= 2 K blocks per split, over fallback.json (AITER FlyDSL priors); us = {fixed_us} µs + bytes / ({eff} x peak bandwidth), a prediction. Replace with `skinnylt tune` on the real GPU."
@@ -300,7 +291,29 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         },
         entries,
     };
-    std::fs::write(&a.out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
-    println!("{}: {} model entries written to {}", arch.name(), file.entries.len(), a.out);
+    let out = out_path(a, arch);
+    std::fs::write(&out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
+    println!("{}: {} model entries written to {out}", arch.name(), file.entries.len());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn out_defaults_to_the_arch_file() {
+        let a = Cli::parse_from(["tune"]).args;
+        assert_eq!(out_path(&a, gpu::Arch::Gfx942), "tuning/gfx942.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90), "tuning/sm90.json");
+        let a = Cli::parse_from(["tune", "--out", "my.json"]).args;
+        assert_eq!(out_path(&a, gpu::Arch::Gfx950), "my.json");
+    }
 }

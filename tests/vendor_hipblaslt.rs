@@ -1,0 +1,253 @@
+//! The hipBLASLt vendor baseline (`skinnylt::vendor::hipblaslt`, what `bench` and
+//! `tune` time on AMD) against the stub real hipBLASLt of ctest/stub, found the way
+//! skinnylt finds the real library (`SKINNYLT_REAL_LIB`): the exact calls, in
+//! order, with the exact arguments and attribute values, and nothing through
+//! skinnylt's own hipBLASLt functions. No GPU: the stub never touches memory.
+//!
+//! One test in this file: the configuration is read once per process, so the
+//! environment must be set before anything in skinnylt runs.
+
+use std::ffi::{CStr, c_char, c_int};
+use std::path::PathBuf;
+use std::process::Command;
+
+use skinnylt::abi::{self, MatmulAlgo};
+use skinnylt::route::DType;
+use skinnylt::vendor::{self, LtFns, Vendor};
+
+/// `struct stub_call` (ctest/stub/stub.h).
+#[repr(C)]
+struct StubCall {
+    name: *const c_char,
+    nargs: c_int,
+    args: [u64; 16],
+    out: u64,
+    status: c_int,
+    payload: u64,
+}
+
+/// The stub's inspection API (stub.h), from our own dlopen of the same file: the
+/// loader hands back the copy skinnylt opened, so both see one call log.
+struct Stub {
+    _lib: libloading::Library,
+    count: unsafe extern "C" fn() -> c_int,
+    at: unsafe extern "C" fn(c_int) -> *const StubCall,
+    reset: unsafe extern "C" fn(),
+    set_status: unsafe extern "C" fn(*const c_char, c_int) -> c_int,
+}
+
+/// One recorded call, copied out of the stub.
+#[derive(Debug, Clone)]
+struct Call {
+    name: String,
+    args: Vec<u64>,
+    out: u64,
+    payload: u64,
+}
+
+impl Stub {
+    fn open(path: &str) -> Stub {
+        unsafe {
+            let lib = libloading::Library::new(path).expect("dlopen stub");
+            let count = *lib.get(b"stub_call_count\0").unwrap();
+            let at = *lib.get(b"stub_call_at\0").unwrap();
+            let reset = *lib.get(b"stub_reset\0").unwrap();
+            let set_status = *lib.get(b"stub_set_status\0").unwrap();
+            Stub { _lib: lib, count, at, reset, set_status }
+        }
+    }
+
+    /// Every call since the last reset, then a fresh log.
+    fn take(&self) -> Vec<Call> {
+        let calls = (0..unsafe { (self.count)() })
+            .map(|i| unsafe {
+                let c = &*(self.at)(i);
+                Call {
+                    name: CStr::from_ptr(c.name).to_string_lossy().into_owned(),
+                    args: c.args[..c.nargs as usize].to_vec(),
+                    out: c.out,
+                    payload: c.payload,
+                }
+            })
+            .collect();
+        unsafe { (self.reset)() };
+        calls
+    }
+
+    fn set_status(&self, name: &CStr, status: c_int) {
+        assert_eq!(unsafe { (self.set_status)(name.as_ptr(), status) }, 0);
+    }
+}
+
+/// Builds the stub as `libhipblaslt.so.1` in the test's scratch directory, with the
+/// C compiler cargo links with.
+fn build_stub() -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vendor-stub");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("libhipblaslt.so.1");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(&cc)
+        .args(["-std=c11", "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,-soname,libhipblaslt.so.1", "-I"])
+        .arg(root.join("ctest"))
+        .arg(root.join("ctest/stub/stub.c"))
+        .arg("-o")
+        .arg(&out)
+        .arg("-ldl")
+        .status()
+        .unwrap_or_else(|e| panic!("{cc}: {e}"));
+    assert!(st.success(), "building the stub hipBLASLt failed");
+    out.to_string_lossy().into_owned()
+}
+
+/// The names of `calls`, in order.
+fn names(calls: &[Call]) -> Vec<&str> {
+    calls.iter().map(|c| c.name.as_str()).collect()
+}
+
+/// The `[attr, size, payload]` of a SetAttribute call on `obj`.
+fn set_attr(c: &Call, obj: u64) -> [u64; 3] {
+    assert_eq!(c.args[0], obj, "{} on the wrong object", c.name);
+    [c.args[1], c.args[3], c.payload]
+}
+
+#[test]
+fn hipblaslt_vendor_calls_the_real_library() {
+    let stub_path = build_stub();
+    // SAFETY: the only test of this process, before anything else runs.
+    unsafe {
+        std::env::set_var("SKINNYLT_REAL_LIB", &stub_path);
+        std::env::set_var("SKINNYLT_STANDALONE", "");
+        std::env::set_var("SKINNYLT_DISABLE", "");
+    }
+    let before = skinnylt::stats::snapshot();
+
+    // Loading: the handle, and the version read through it.
+    let lt = vendor::hipblaslt::load().expect("load the stub as the real hipBLASLt");
+    let stub = Stub::open(&stub_path);
+    let calls = stub.take();
+    assert_eq!(names(&calls), ["hipblasLtCreate", "hipblasLtGetVersion"]);
+    let handle = calls[0].out;
+    assert_eq!(calls[1].args[0], handle);
+    assert_eq!((lt.name(), lt.version()), ("hipBLASLt", 100202)); // STUB_VERSION
+    assert_eq!(std::fs::canonicalize(lt.path()).unwrap(), std::fs::canonicalize(&stub_path).unwrap());
+
+    // problem(): F.linear for M = 4, N = 1024, K = 4096, bf16, with a bias.
+    let (m, n, k, bias, ws_bytes) = (4u64, 1024u64, 4096u64, 0xB1A5_0000u64, 32u64 << 20);
+    let p = lt.problem(DType::Bf16, m, n, k, bias, ws_bytes, 8).expect("problem");
+    let calls = stub.take();
+    assert_eq!(
+        names(&calls),
+        [
+            "hipblasLtMatmulDescCreate",
+            "hipblasLtMatmulDescSetAttribute",
+            "hipblasLtMatmulDescSetAttribute",
+            "hipblasLtMatmulDescSetAttribute",
+            "hipblasLtMatmulDescSetAttribute",
+            "hipblasLtMatrixLayoutCreate",
+            "hipblasLtMatrixLayoutCreate",
+            "hipblasLtMatrixLayoutCreate",
+            "hipblasLtMatmulPreferenceCreate",
+            "hipblasLtMatmulPreferenceSetAttribute",
+            "hipblasLtMatmulAlgoGetHeuristic",
+        ]
+    );
+    let desc = calls[0].out;
+    assert_eq!(calls[0].args[1..], [abi::COMPUTE_32F as u64, abi::R_32F as u64]);
+    let attrs: Vec<[u64; 3]> = calls[1..5].iter().map(|c| set_attr(c, desc)).collect();
+    let attr = |a: i32| a as u64;
+    assert_eq!(
+        attrs,
+        [
+            [attr(abi::desc_attr::TRANSA), 4, abi::OP_T as u64],
+            [attr(abi::desc_attr::TRANSB), 4, abi::OP_N as u64],
+            [attr(abi::desc_attr::EPILOGUE), 4, abi::EPILOGUE_BIAS as u64],
+            [attr(abi::desc_attr::BIAS_POINTER), 8, bias],
+        ]
+    );
+    // A = W (k x n, ld k), B = x (k x m, ld k), C = D = y (n x m, ld n).
+    let bf16 = abi::R_16BF as u64;
+    let layouts: Vec<&[u64]> = calls[5..8].iter().map(|c| &c.args[1..]).collect();
+    assert_eq!(layouts, [&[bf16, k, n, k][..], &[bf16, k, m, k], &[bf16, n, m, n]]);
+    let (a, b, d, pref) = (calls[5].out, calls[6].out, calls[7].out, calls[8].out);
+    assert_eq!(set_attr(&calls[9], pref), [attr(abi::pref_attr::MAX_WORKSPACE_BYTES), 8, ws_bytes]);
+    assert_eq!(calls[10].args[..8], [handle, desc, a, b, d, d, pref, 8]);
+    assert_eq!(p.algos(), 3, "the stub returns STUB_MAX_HEURISTICS results");
+
+    // matmul(): algo 1 of the heuristic, every pointer passed through.
+    let (w, x, y, ws, stream) = (0x1000_0000u64, 0x2000_0000u64, 0x3000_0000u64, 0x4000_0000u64, 0x5000_0000usize);
+    lt.matmul(&p, 1, w, x, y, ws, ws_bytes as usize, stream as *mut _).expect("matmul");
+    let calls = stub.take();
+    assert_eq!(names(&calls), ["hipblasLtMatmul"]);
+    let g = &calls[0].args;
+    assert_eq!([g[0], g[1], g[3], g[4], g[5], g[6]], [handle, desc, w, a, x, b]);
+    assert_eq!([g[8], g[9], g[10], g[11]], [y, d, y, d], "C = D = y");
+    assert_eq!([g[13], g[14], g[15]], [ws, ws_bytes, stream as u64]);
+    assert!(g[2] != 0 && g[7] != 0, "alpha and beta are host pointers");
+    // The algo is heuristic result 1 as the stub wrote it (stub.h: stub_heuristic).
+    let algo = unsafe { *(g[12] as *const MatmulAlgo) };
+    assert_eq!(algo, MatmulAlgo { data: std::array::from_fn(|j| 0xB0 + j as u8), max_workspace_bytes: 0x200000 });
+
+    lt.free(p);
+    let calls = stub.take();
+    assert_eq!(
+        names(&calls),
+        ["hipblasLtMatmulPreferenceDestroy", "hipblasLtMatrixLayoutDestroy", "hipblasLtMatrixLayoutDestroy", "hipblasLtMatrixLayoutDestroy", "hipblasLtMatmulDescDestroy"]
+    );
+    assert_eq!(calls.iter().map(|c| c.args[0]).collect::<Vec<_>>(), [pref, a, b, d, desc]);
+
+    // Without a bias: no epilogue and no bias pointer.
+    let p = lt.problem(DType::F16, m, n, k, 0, ws_bytes, 8).expect("problem without bias");
+    let calls = stub.take();
+    let attrs: Vec<u64> = calls.iter().filter(|c| c.name == "hipblasLtMatmulDescSetAttribute").map(|c| c.args[1]).collect();
+    assert_eq!(attrs, [attr(abi::desc_attr::TRANSA), attr(abi::desc_attr::TRANSB)]);
+    assert!(calls.iter().filter(|c| c.name == "hipblasLtMatrixLayoutCreate").all(|c| c.args[1] == abi::R_16F as u64));
+    lt.free(p);
+    stub.take();
+
+    // A failing heuristic: the error names it and the status, and nothing leaks.
+    stub.set_status(c"hipblasLtMatmulAlgoGetHeuristic", abi::STATUS_NOT_SUPPORTED);
+    let err = lt.problem(DType::Bf16, m, n, k, bias, ws_bytes, 8).err().expect("the heuristic fails");
+    assert_eq!(err, "hipblasLtMatmulAlgoGetHeuristic failed: status 7");
+    let calls = stub.take();
+    let created = calls.iter().filter(|c| c.name.ends_with("Create")).count();
+    let destroyed = calls.iter().filter(|c| c.name.ends_with("Destroy")).count();
+    assert_eq!((created, destroyed), (5, 5));
+
+    // Dropping the vendor destroys its handle.
+    drop(lt);
+    let calls = stub.take();
+    assert_eq!(names(&calls), ["hipblasLtDestroy"]);
+    assert_eq!(calls[0].args[0], handle);
+
+    // Resolving by prefix (how the cuBLASLt side gets its table) finds the same
+    // functions the discovery's table holds.
+    let lib = unsafe { libloading::Library::new(&stub_path) }.unwrap();
+    let by_name = LtFns::<abi::HeuristicResult>::resolve(&lib, "hipblasLt");
+    let real = &skinnylt::real::get().expect("real library").fns;
+    macro_rules! same {
+        ($($field:ident = $real:ident),*) => {$(
+            assert!(by_name.$field.is_some(), stringify!($field));
+            assert_eq!(by_name.$field.map(|f| f as usize), real.$real.map(|f| f as usize), stringify!($field));
+        )*};
+    }
+    same!(
+        Create = hipblasLtCreate,
+        Destroy = hipblasLtDestroy,
+        MatmulDescCreate = hipblasLtMatmulDescCreate,
+        MatmulDescDestroy = hipblasLtMatmulDescDestroy,
+        MatmulDescSetAttribute = hipblasLtMatmulDescSetAttribute,
+        MatrixLayoutCreate = hipblasLtMatrixLayoutCreate,
+        MatrixLayoutDestroy = hipblasLtMatrixLayoutDestroy,
+        MatmulPreferenceCreate = hipblasLtMatmulPreferenceCreate,
+        MatmulPreferenceDestroy = hipblasLtMatmulPreferenceDestroy,
+        MatmulPreferenceSetAttribute = hipblasLtMatmulPreferenceSetAttribute,
+        MatmulAlgoGetHeuristic = hipblasLtMatmulAlgoGetHeuristic,
+        Matmul = hipblasLtMatmul
+    );
+
+    // Nothing went through skinnylt's own hipBLASLt functions.
+    let after = skinnylt::stats::snapshot();
+    assert_eq!(after.forwarded_total(), before.forwarded_total());
+    assert_eq!(skinnylt::stats::intercepted(), 0);
+}
