@@ -29,10 +29,45 @@ pub enum Choice {
 #[derive(Clone, Debug, Default)]
 pub struct Tuning {
     pub source: String,
-    by_shape: FxHashMap<(DType, u32, u32, bool), Vec<(u32, u32, Choice)>>,
+    by_shape: FxHashMap<(DType, u32, u32, bool), Vec<Band>>,
+    /// The measured shapes per (dtype, bias), for shapes the file does not list.
+    neighbours: FxHashMap<(DType, bool), Vec<Neighbour>>,
+    /// Every entry was measured on the device (not derived by the model).
+    measured: bool,
+    arch: Option<Arch>,
     pub entries: usize,
     pub skipped: usize,
 }
+
+/// One token range of one shape: what to run, and whether it won clearly enough
+/// (by `CONFIDENT_SPEEDUP`) to be extrapolated to nearby shapes.
+#[derive(Clone, Copy, Debug)]
+struct Band {
+    m_min: u32,
+    m_max: u32,
+    choice: Choice,
+    confident: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Neighbour {
+    n: u32,
+    k: u32,
+    ln_n: f32,
+    ln_k: f32,
+}
+
+/// A shape the table does not list borrows the choice of its nearest measured shape
+/// (same dtype and bias, the same token range) only if that one is near
+/// (|ln N/N'| + |ln K/K'| <= `NEAR`, about ±12 % in one dimension) and beat the
+/// vendor by `CONFIDENT_SPEEDUP`; otherwise a measured table forwards and a model
+/// table leaves the choice to the fallback. Measured on 84 off-grid model shapes
+/// (H100, docs/notes/2026-11-22-session2.md): the untuned fallback ran them at
+/// 0.82x geomean (min 0.40x); borrowing from neighbours up to ln 2 away at 1.10x
+/// still lost up to 15 % (wave quantisation moves with N): so only close, clear
+/// wins are extrapolated, and `skinnylt tune --shape` measures the rest.
+pub const NEAR: f32 = 0.25;
+pub const CONFIDENT_SPEEDUP: f64 = 1.15;
 
 pub fn embedded(arch: Arch) -> &'static str {
     match arch {
@@ -96,8 +131,9 @@ impl Tuning {
         if file.arch != arch.name() {
             return Err(format!("file is for {}, device is {}", file.arch, arch.name()));
         }
-        let mut t = Tuning { source: source.to_owned(), ..Default::default() };
+        let mut t = Tuning { source: source.to_owned(), measured: !file.entries.is_empty(), ..Default::default() };
         for e in &file.entries {
+            t.measured &= e.source.starts_with("measured");
             let choice = match &e.kernel {
                 None => Choice::Forward,
                 Some(c) => match kernels::index_of(arch, e.dtype, c) {
@@ -110,23 +146,61 @@ impl Tuning {
                     }
                 },
             };
-            t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push((e.m_min, e.m_max, choice));
+            let confident = matches!(choice, Choice::Run { .. })
+                && matches!((e.us, e.vendor_us), (Some(us), Some(v)) if us > 0.0 && v / us >= CONFIDENT_SPEEDUP);
+            t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, confident });
+            let list = t.neighbours.entry((e.dtype, e.bias)).or_default();
+            if !list.iter().any(|nb| (nb.n, nb.k) == (e.n, e.k)) {
+                list.push(Neighbour { n: e.n, k: e.k, ln_n: (e.n as f32).ln(), ln_k: (e.k as f32).ln() });
+            }
             t.entries += 1;
         }
+        t.arch = Some(arch);
         Ok(t)
     }
 
     /// A table with one entry: `choice` for exactly `p`'s shape and token count.
     pub fn single(p: &Problem, choice: Choice) -> Tuning {
         let mut t = Tuning { source: "forced".into(), entries: 1, ..Default::default() };
-        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![(p.m, p.m, choice)]);
+        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![Band { m_min: p.m, m_max: p.m, choice, confident: false }]);
         t
     }
 
-    /// The entry covering this problem, if any.
+    /// What the table says for this problem: its own entry, else its nearest
+    /// measured neighbour's (see `NEAR`); `None` leaves it to the fallback.
     pub fn lookup(&self, p: &Problem) -> Option<Choice> {
-        let v = self.by_shape.get(&(p.dtype, p.n, p.k, p.has_bias()))?;
-        v.iter().find(|(lo, hi, _)| *lo <= p.m && p.m <= *hi).map(|(_, _, c)| *c)
+        let band = |n: u32, k: u32| {
+            let v = self.by_shape.get(&(p.dtype, n, k, p.has_bias()))?;
+            v.iter().find(|b| b.m_min <= p.m && p.m <= b.m_max).copied()
+        };
+        if let Some(b) = band(p.n, p.k) {
+            return Some(b.choice);
+        }
+        let unsure = if self.measured { Some(Choice::Forward) } else { None };
+        let Some(list) = self.neighbours.get(&(p.dtype, p.has_bias())) else { return unsure };
+        let (ln_n, ln_k) = ((p.n as f32).ln(), (p.k as f32).ln());
+        let near = list
+            .iter()
+            .map(|nb| ((nb.ln_n - ln_n).abs() + (nb.ln_k - ln_k).abs(), nb))
+            .filter(|(d, _)| *d <= NEAR)
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        match near.and_then(|(_, nb)| Some((nb, band(nb.n, nb.k)?))) {
+            Some((nb, b)) if b.confident => self.scaled(b.choice, nb, p).or(unsure),
+            _ => unsure,
+        }
+    }
+
+    /// A neighbour's choice for `p`: the same kernel, with the split-K factor that
+    /// keeps the neighbour's CTA count, within the kernel's limits.
+    fn scaled(&self, choice: Choice, nb: &Neighbour, p: &Problem) -> Option<Choice> {
+        let Choice::Run { kernel, split_k } = choice else { return Some(choice) };
+        let c = kernels::for_arch(self.arch?).kernels.get(kernel)?.config;
+        let tiles = |n: u32| n.div_ceil(c.tile_n) * p.m.div_ceil(c.tile_m);
+        let ctas = tiles(nb.n) * split_k;
+        let nkb = p.k.div_ceil(c.tile_k);
+        let cap = if c.cluster { split_k.max(schema::PORTABLE_CLUSTER_SPLIT) } else { fallback::MAX_SPLIT };
+        let split = ctas.div_ceil(tiles(p.n).max(1)).min(cap).min((nkb / fallback::MIN_BLOCKS).max(1)).max(1);
+        Some(Choice::Run { kernel, split_k: split })
     }
 }
 
@@ -216,8 +290,56 @@ mod tests {
         assert!(matches!(t.lookup(&p), Some(Choice::Run { split_k: 4, .. })));
         p.m = 9;
         assert_eq!(t.lookup(&p), Some(Choice::Forward));
+        // Not listed, no neighbour (nothing with a bias): a measured table forwards,
+        // a model table leaves it to the fallback.
         p.bias = 0x100;
-        assert_eq!(t.lookup(&p), None);
+        assert_eq!(t.lookup(&p), Some(Choice::Forward));
+        let model = text.replace("\"measured\"", "\"model\"");
+        assert_eq!(Tuning::parse(Arch::Sm90, &model, "test").unwrap().lookup(&p), None);
         assert!(Tuning::parse(Arch::Gfx942, text, "x").is_err());
+    }
+
+    /// Shapes the table does not list borrow their nearest measured neighbour's
+    /// kernel only when it is near and won clearly; the split keeps its CTA count.
+    #[test]
+    fn unlisted_shapes_follow_a_near_confident_neighbour_or_forward() {
+        let entry = |n: u32, k: u32, us: f64, vendor: f64, split: u32| {
+            format!(
+                r#"{{"dtype":"bf16","n":{n},"k":{k},"bias":false,"m_min":1,"m_max":16,"source":"measured","us":{us},"vendor_us":{vendor},
+                   "kernel":{{"family":"splitk","tile_m":8,"tile_n":16,"tile_k":128,"stages":8,"warps":[1,1,4],"b_to_lds":true,"cluster":true}},"split_k":{split}}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"schema":1,"arch":"sm90","entries":[{},{}]}}"#,
+            entry(1024, 7168, 7.0, 9.0, 4),  // won by 1.29x
+            entry(4096, 4096, 10.0, 10.5, 1) // won by 1.05x: not confident
+        );
+        let t = Tuning::parse(Arch::Sm90, &text, "test").unwrap();
+        let p = |m: u32, n: u32, k: u32| crate::route::Problem {
+            dtype: DType::Bf16,
+            form: crate::route::Form::Linear,
+            m,
+            n,
+            k,
+            w: 0,
+            ldw: k as u64,
+            x: 0,
+            ldx: k as u64,
+            y: 0,
+            ldy: n as u64,
+            bias: 0,
+            alpha: 1.0,
+        };
+        // Near: the split that keeps the neighbour's 64 x 4 = 256 CTAs.
+        assert!(matches!(t.lookup(&p(4, 896, 7168)), Some(Choice::Run { split_k: 5, .. })));
+        assert!(matches!(t.lookup(&p(4, 1152, 7168)), Some(Choice::Run { split_k: 4, .. })));
+        assert!(matches!(t.lookup(&p(4, 1024, 6656)), Some(Choice::Run { split_k: 4, .. })));
+        // Half the N is too far.
+        assert_eq!(t.lookup(&p(4, 512, 7168)), Some(Choice::Forward));
+        // Near but the neighbour did not win clearly; far from everything; outside
+        // the neighbour's token range: forward.
+        assert_eq!(t.lookup(&p(4, 4096, 3584)), Some(Choice::Forward));
+        assert_eq!(t.lookup(&p(4, 16384, 16384)), Some(Choice::Forward));
+        assert_eq!(t.lookup(&p(64, 1024, 7168)), Some(Choice::Forward));
     }
 }
