@@ -15,7 +15,9 @@ pub struct Args {
     /// Output features.
     #[arg(long, default_value_t = 2880)]
     pub n: u32,
-    #[arg(long, default_value_t = 4096)]
+    /// Reduction length (the default shape, a GPT-OSS projection with bias, is one the
+    /// shipped sm_90 table runs rather than forwards).
+    #[arg(long, default_value_t = 2880)]
     pub k: u32,
     #[arg(long, value_enum, default_value = "bf16")]
     pub dtype: DTypeArg,
