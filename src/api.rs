@@ -7,6 +7,12 @@
 //! Standalone (no real hipBLASLt): descriptors are skinnylt's own objects, argument
 //! checks return the statuses hipBLASLt returns (research doc §5), and unsupported
 //! problems get `HIPBLAS_STATUS_NOT_SUPPORTED`.
+//!
+//! # Safety
+//! Each `pub unsafe fn` here is the C function of the same name: its contract is
+//! hipBLASLt's (every pointer valid for what that function reads or writes), and
+//! its only callers are the generated exports in `src/ffi/hipblaslt.rs`.
+#![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};

@@ -4,7 +4,7 @@
 //! every kernel must contain the matrix instructions of its family (dense MFMA for
 //! split-K, v_smfmac for VDMFMA), use no scratch (private segment 0), keep LDS
 //! within the arch limit, and leave room for at least two waves per SIMD (arch VGPRs
-//! + AGPRs <= 256 of the 512 per lane). PTX must name every catalog entry point and
+//! plus AGPRs <= 256 of the 512 per lane). PTX must name every catalog entry point and
 //! contain `mma.sync` (split-K) or `mma.sp` (VDMFMA).
 
 use std::path::PathBuf;
@@ -138,7 +138,7 @@ fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
         m.matrix_ops = counts.get(&m.name).copied().unwrap_or(0);
         // Unified 512-entry register file per lane; allocation granule 8.
         let regs = (m.vgprs.div_ceil(8) * 8) + (m.agprs.div_ceil(8) * 8);
-        m.waves_per_simd = if regs == 0 { 8 } else { (512 / regs).min(8) };
+        m.waves_per_simd = 512u32.checked_div(regs).map_or(8, |w| w.min(8));
         if m.matrix_ops == 0 {
             m.problems.push(match family_of(ak, &m.name) {
                 Some(f) => format!("no {} matrix instruction ({})", f.name(), matrix_mnemonics(ak.arch, f).join(", ")),

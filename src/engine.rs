@@ -318,7 +318,7 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
     let (partials, counters) = if let Some(lane) = lane.filter(|_| plan.split_k > 1) {
         // The caller's workspace when it is large enough (it is stream-ordered by
         // the caller's contract), else the lane's own buffer, which plan() sized for.
-        let partials = if workspace != 0 && workspace % 16 == 0 && workspace_size >= plan.partial_bytes {
+        let partials = if workspace != 0 && workspace.is_multiple_of(16) && workspace_size >= plan.partial_bytes {
             workspace
         } else {
             e.own.0 + (lane * e.own_lane_bytes) as u64

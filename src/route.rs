@@ -674,14 +674,14 @@ mod tests {
             if self.w == 0 || self.x == 0 {
                 return Err(Reason::NullArgument);
             }
-            let aligned16 = |p: u64| p % 16 == 0;
-            if self.k % 8 != 0
+            let aligned16 = |p: u64| p.is_multiple_of(16);
+            if !self.k.is_multiple_of(8)
                 || !aligned16(self.w)
                 || !aligned16(self.x)
-                || self.ldw % 8 != 0
-                || (self.m > 1 && self.ldx % 8 != 0)
-                || self.y % 2 != 0
-                || self.bias % 2 != 0
+                || !self.ldw.is_multiple_of(8)
+                || (self.m > 1 && !self.ldx.is_multiple_of(8))
+                || !self.y.is_multiple_of(2)
+                || !self.bias.is_multiple_of(2)
             {
                 return Err(Reason::Alignment);
             }
@@ -793,7 +793,8 @@ mod tests {
     #[test]
     fn every_forward_reason_of_the_checklist() {
         let base = || linear(8, 1024, 7168, abi::R_16BF, false);
-        let cases: Vec<(Box<dyn Fn(&mut Linear)>, Reason)> = vec![
+        type Mutation = Box<dyn Fn(&mut Linear)>;
+        let cases: Vec<(Mutation, Reason)> = vec![
             (Box::new(|l| l.desc.compute_type = 4), Reason::ComputeType),
             (Box::new(|l| l.desc.scale_type = abi::R_16F), Reason::ScaleType),
             (Box::new(|l| l.a.dtype = abi::R_32F), Reason::DataType),

@@ -106,21 +106,20 @@ unsafe fn find() -> Option<RealLib> {
         let next = libc::dlsym(libc::RTLD_NEXT, c"hipblasLtCreate".as_ptr());
         if !next.is_null() {
             let (base, path) = object_base(next);
-            if base != me {
-                if let Some(path) = path {
-                    if let Some(lib) = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me) {
-                        return Some(RealLib { path, found_by: "RTLD_NEXT", fns: RealFns::resolve(lib) });
-                    }
-                }
+            if base != me
+                && let Some(path) = path
+                && let Some(lib) = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me)
+            {
+                return Some(RealLib { path, found_by: "RTLD_NEXT", fns: RealFns::resolve(lib) });
             }
         }
         // 2. An already-loaded copy (e.g. brought in RTLD_LOCAL by a Python extension).
         for path in loaded_objects() {
             let file = path.rsplit('/').next().unwrap_or(&path);
-            if file.starts_with("libhipblaslt.so") {
-                if let Some(lib) = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me) {
-                    return Some(RealLib { path, found_by: "already loaded", fns: RealFns::resolve(lib) });
-                }
+            if file.starts_with("libhipblaslt.so")
+                && let Some(lib) = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me)
+            {
+                return Some(RealLib { path, found_by: "already loaded", fns: RealFns::resolve(lib) });
             }
         }
         // 3. Explicit path, then the sonames of ROCm 7.x and 6.x.

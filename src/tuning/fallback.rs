@@ -137,7 +137,7 @@ mod tests {
             let Some(Choice::Run { kernel, split_k }) = Fallback::for_arch(arch).choose(arch.default_units(), &p) else { panic!("no choice") };
             let e = kernels::for_arch(arch).kernels[kernel];
             prop_assert_eq!(e.dtype, dtype);
-            prop_assert!(split_k >= 1 && split_k <= MAX_SPLIT);
+            prop_assert!((1..=MAX_SPLIT).contains(&split_k));
             let nkb = p.k.div_ceil(e.config.tile_k);
             prop_assert!(split_k == 1 || nkb / split_k >= MIN_BLOCKS);
             prop_assert!(e.config.family != Family::Vdmfma || m <= VDMFMA_MAX_M);

@@ -164,16 +164,16 @@ impl KernelConfig {
         if wm == 0 || wn == 0 || wk == 0 || self.waves() > 16 {
             return err("1..16 waves");
         }
-        if self.tile_n % (rows * wn) != 0 {
+        if !self.tile_n.is_multiple_of(rows * wn) {
             return err(&format!("tile_n must be a multiple of {rows} (the atom's weight rows) * warps_n"));
         }
-        if self.tile_m % (toks * wm) != 0 {
+        if !self.tile_m.is_multiple_of(toks * wm) {
             return err("tile_m must be a multiple of the atom's tokens * warps_m");
         }
         if self.family == Family::Vdmfma && self.tile_m != 8 {
             return err("the VDMFMA family is for tiles of 8 tokens");
         }
-        if self.tile_k < 64 || self.tile_k % (k * wk) != 0 || !self.tile_k.is_power_of_two() {
+        if self.tile_k < 64 || !self.tile_k.is_multiple_of(k * wk) || !self.tile_k.is_power_of_two() {
             return err(&format!("tile_k must be a power of two >= 64 and a multiple of {k} (the atom's k step) * warps_k"));
         }
         if self.stages < 2 {
@@ -191,10 +191,10 @@ impl KernelConfig {
         if t.amd {
             let copy = if t.name == "gfx950" { 16 } else { 4 };
             let group = t.wave * copy;
-            if (self.tile_n * self.tile_k * 2) % group != 0 {
+            if !(self.tile_n * self.tile_k * 2).is_multiple_of(group) {
                 return err("weight stage must be whole copy instructions");
             }
-            if (self.tile_m * self.tile_k * 2) % group != 0 {
+            if !(self.tile_m * self.tile_k * 2).is_multiple_of(group) {
                 return err("activation stage must be whole copy instructions");
             }
             // The most copies any wave issues per stage, with STAGES-1 stages in

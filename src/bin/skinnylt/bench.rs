@@ -351,9 +351,9 @@ pub fn summary(rows: &[Row]) {
 fn to_json(rows: &[Row], device: &str, bw: f64) -> String {
     let mut s = format!("{{\n  \"device\": {device:?},\n  \"copy_bandwidth_tbs\": {:.3},\n  \"rows\": [\n", bw / 1e12);
     for (i, r) in rows.iter().enumerate() {
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "    {{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}{}\n",
+            "    {{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}{}",
             r.shape.group,
             r.shape.m,
             r.shape.n,

@@ -532,7 +532,7 @@ impl<'a> Suite<'a> {
             poison()?;
             run(true)?;
             let want = read()?;
-            if want.1.iter().any(|&v| v == 0xffff) {
+            if want.1.contains(&0xffff) {
                 return Err("synchronised chain left poison in the output".into());
             }
             poison()?;
