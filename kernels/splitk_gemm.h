@@ -41,10 +41,11 @@ struct GemmParams {
   i32 prefetch_row_bytes;
   i32 pdl_flags;
 };
-// PDL_LATE_TRIGGER: let the PDL successor launch near the end of our main loop (its
-// prefetch overlaps our tail), not at our start (it would compete with our
-// streaming): (pdl_flags >> PDL_LEAD_SHIFT) blocks before the end, 0 = after it.
-constexpr i32 PDL_LATE_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8;
+// PDL_TRIGGER: let the PDL successor launch (pdl_flags >> PDL_LEAD_SHIFT) K blocks
+// before the end of our main loop (0 = after it; a lead past the start = at the
+// start), so its prefetch overlaps our tail rather than our streaming. Without it,
+// the successor may launch only as our CTAs exit (the implicit trigger).
+constexpr i32 PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8;
 
 // The matrix atom the pipeline is written against: ROWS weight rows x TOKS tokens x
 // K k per step. Each lane feeds it W_PIECES weight pieces and X_PIECES token pieces
@@ -198,11 +199,9 @@ struct SplitK {
     // Programmatic dependent launch (sm_90; no-ops elsewhere): pull the first bytes
     // of this CTA's weight (and activation) rows into L2 while the previous kernel
     // may still be running (a coherent hint, so safe even if that kernel writes
-    // them), then wait for it before the first real load or any store. The next
-    // kernel may launch from here, or (PDL_LATE_TRIGGER) once our main loop is done.
-    if (!(p.pdl_flags & PDL_LATE_TRIGGER)) pdl_launch_dependents();
+    // them), then wait for it before the first real load or any store.
     const int lead = (p.pdl_flags >> PDL_LEAD_SHIFT) & 0xff;
-    const int trigger_at = !(p.pdl_flags & PDL_LATE_TRIGGER) ? -1 : nb > lead ? nb - lead : 0;
+    const int trigger_at = !(p.pdl_flags & PDL_TRIGGER) ? -1 : nb > lead ? nb - lead : 0;
     if (p.prefetch_row_bytes > 0 && nb > 0) {
       const int k_lo = kb_begin * TILE_K;
       const int k_end = kb_end * TILE_K < p.k ? kb_end * TILE_K : p.k;
@@ -293,7 +292,7 @@ struct SplitK {
     }
     copy_wait<0, MIN_COPIES>();
     barrier();  // the ring is idle: its LDS may be reused
-    if (trigger_at >= nb) pdl_launch_dependents();
+    if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
 
     // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
     float acc[RA][TA][4];

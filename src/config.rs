@@ -42,7 +42,7 @@ pub struct Config {
 }
 
 /// Bits of `pdl_flags` (mirrored by `PDL_*` in kernels/splitk_gemm.h).
-pub const PDL_LATE_TRIGGER: i32 = 1;
+pub const PDL_TRIGGER: i32 = 1;
 pub const PDL_PREFETCH_X: i32 = 2;
 /// Bits 8..15: how many K blocks before the end of its main loop a kernel lets the
 /// next one launch (`SKINNYLT_PDL_LEAD`; 0 = after the loop).
@@ -85,9 +85,14 @@ impl Config {
             pdl_prefetch_row_bytes: get("SKINNYLT_PDL_PREFETCH")
                 .and_then(|v| v.trim().parse::<i32>().ok())
                 .map_or(DEFAULT_PDL_PREFETCH_ROW_BYTES, |b| b.clamp(0, 1 << 20)),
-            pdl_flags: if get("SKINNYLT_PDL_TRIGGER").is_some_and(|v| v.trim() == "early") { 0 } else { PDL_LATE_TRIGGER }
+            // `early`: a lead past any kernel's start, i.e. trigger before streaming.
+            pdl_flags: PDL_TRIGGER
                 | if get("SKINNYLT_PDL_PREFETCH_X").is_some_and(|v| v.trim() == "0") { 0 } else { PDL_PREFETCH_X }
-                | get("SKINNYLT_PDL_LEAD").and_then(|v| v.trim().parse::<i32>().ok()).map_or(DEFAULT_PDL_LEAD, |b| b.clamp(0, 255)) << PDL_LEAD_SHIFT,
+                | if get("SKINNYLT_PDL_TRIGGER").is_some_and(|v| v.trim() == "early") {
+                    255
+                } else {
+                    get("SKINNYLT_PDL_LEAD").and_then(|v| v.trim().parse::<i32>().ok()).map_or(DEFAULT_PDL_LEAD, |b| b.clamp(0, 255))
+                } << PDL_LEAD_SHIFT,
         }
     }
 }
@@ -145,7 +150,8 @@ mod tests {
         assert_eq!(c.max_m, DEFAULT_MAX_M);
         assert_eq!(c.workspace_bytes, DEFAULT_WORKSPACE_MB << 20);
         assert!(c.pdl);
-        assert_eq!(c.pdl_flags, PDL_LATE_TRIGGER | PDL_PREFETCH_X | DEFAULT_PDL_LEAD << PDL_LEAD_SHIFT);
+        assert_eq!(c.pdl_flags, PDL_TRIGGER | PDL_PREFETCH_X | DEFAULT_PDL_LEAD << PDL_LEAD_SHIFT);
+        assert_eq!(cfg(&[("SKINNYLT_PDL_TRIGGER", "early")]).pdl_flags >> PDL_LEAD_SHIFT, 255);
         assert_eq!(c.pdl_prefetch_row_bytes, DEFAULT_PDL_PREFETCH_ROW_BYTES);
     }
 

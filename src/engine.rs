@@ -11,7 +11,7 @@
 //!   first time it is seen (lock-free, no allocation) and keeps it.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
@@ -223,7 +223,13 @@ pub fn plan(
     partial_capacity: usize,
     p: &Problem,
 ) -> Result<Plan, Reason> {
-    let choice = tuning.lookup(p).or_else(|| fallback.choose(units, p)).ok_or(Reason::ArchUnsupported)?;
+    let choice = match tuning.lookup(p) {
+        // Nothing to forward to (standalone): the fallback runs it instead.
+        Some(Choice::Forward) if !can_forward() => None,
+        c => c,
+    }
+    .or_else(|| fallback.choose(units, p))
+    .ok_or(Reason::ArchUnsupported)?;
     let Choice::Run { kernel, mut split_k } = choice else {
         return Err(Reason::TunedForward);
     };
@@ -358,8 +364,10 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
     let cluster = plan.cluster.then_some([1, plan.split_k, 1]);
     let mut r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, pdl) };
     if pdl && let Err(err) = &r {
-        // A driver or capture mode that refuses the PDL attribute: plain stream order.
-        crate::log_warn!("launch with programmatic dependent launch failed ({err}); retrying without");
+        // A driver or capture mode that refuses the PDL attribute: plain stream order,
+        // from now on (one failed launch, not one per call).
+        crate::log_warn!("launch with programmatic dependent launch failed ({err}); retrying without, and not using PDL again");
+        crate::config::set_pdl(false);
         params.prefetch_row_bytes = 0;
         params.pdl_flags = 0;
         let mut args = [&mut params as *mut GemmParams as *mut c_void];
@@ -385,6 +393,19 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
     }
 }
 
+/// Measurement tools (bench, the GPU suite) report a tuned "forward" as the
+/// vendor's time even in standalone mode; the library itself runs such shapes with
+/// the fallback when there is no real hipBLASLt to forward to.
+static FORWARD_WITHOUT_REAL: AtomicBool = AtomicBool::new(false);
+
+pub fn set_forward_without_real(on: bool) {
+    FORWARD_WITHOUT_REAL.store(on, Ordering::Relaxed);
+}
+
+fn can_forward() -> bool {
+    FORWARD_WITHOUT_REAL.load(Ordering::Relaxed) || crate::real::get().is_some()
+}
+
 /// Describes what would run for `p` on `arch` without a GPU (the main job's dry run).
 pub fn explain(arch: Arch, p: &Problem) -> Result<(String, Plan), Reason> {
     let tuning = Tuning::parse(arch, crate::tuning::embedded(arch), "embedded").map_err(|_| Reason::ArchUnsupported)?;
@@ -402,5 +423,38 @@ mod tests {
         assert_eq!(std::mem::offset_of!(GemmParams, m), 80);
         assert_eq!(std::mem::offset_of!(GemmParams, alpha), 92);
         assert_eq!(std::mem::offset_of!(GemmParams, split_k), 96);
+        assert_eq!(std::mem::offset_of!(GemmParams, prefetch_row_bytes), 100);
+        assert_eq!(std::mem::offset_of!(GemmParams, pdl_flags), 104);
+    }
+
+    /// A tuned "forward" with no real hipBLASLt to forward to (standalone, as in
+    /// these tests) runs the fallback instead; the measurement tools' switch keeps
+    /// it a forward. The only test that touches the switch.
+    #[test]
+    fn a_forward_without_a_real_library_runs_the_fallback() {
+        assert!(crate::real::get().is_none(), "tests run standalone");
+        let p = Problem {
+            dtype: crate::route::DType::Bf16,
+            form: crate::route::Form::Linear,
+            m: 4,
+            n: 2880,
+            k: 4096,
+            w: 0,
+            ldw: 4096,
+            x: 0,
+            ldx: 4096,
+            y: 0,
+            ldy: 2880,
+            bias: 0,
+            alpha: 1.0,
+        };
+        let t = Tuning::single(&p, Choice::Forward);
+        let fb = Fallback::for_arch(Arch::Sm90);
+        let plan_now = || plan(Arch::Sm90, 132, &t, &fb, true, default_lane_bytes(), &p);
+        assert!(plan_now().is_ok());
+        set_forward_without_real(true);
+        let forwarded = plan_now();
+        set_forward_without_real(false);
+        assert_eq!(forwarded.err(), Some(Reason::TunedForward));
     }
 }

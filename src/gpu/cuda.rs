@@ -315,8 +315,11 @@ impl Cuda {
     pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<()> {
         cu!(self, cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)))
     }
+    /// Synchronous: the fill runs on the legacy stream, which our non-blocking
+    /// streams do not wait for.
     pub fn memset16(&self, dst: u64, value: u16, count: usize) -> Result<()> {
-        cu!(self, cuMemsetD16_v2(dst, value, count))
+        cu!(self, cuMemsetD16_v2(dst, value, count))?;
+        cu!(self, cuCtxSynchronize())
     }
     pub fn copy_async(&self, dst: u64, src: u64, bytes: usize, stream: CuStream) -> Result<()> {
         cu!(self, cuMemcpyDtoDAsync_v2(dst, src, bytes, stream))

@@ -195,8 +195,8 @@ impl Tuning {
     fn scaled(&self, choice: Choice, nb: &Neighbour, p: &Problem) -> Option<Choice> {
         let Choice::Run { kernel, split_k } = choice else { return Some(choice) };
         let c = kernels::for_arch(self.arch?).kernels.get(kernel)?.config;
-        let tiles = |n: u32| n.div_ceil(c.tile_n) * p.m.div_ceil(c.tile_m);
-        let ctas = tiles(nb.n) * split_k;
+        let tiles = |n: u32| n.div_ceil(c.tile_n).saturating_mul(p.m.div_ceil(c.tile_m));
+        let ctas = tiles(nb.n).saturating_mul(split_k);
         let nkb = p.k.div_ceil(c.tile_k);
         let cap = if c.cluster { split_k.max(schema::PORTABLE_CLUSTER_SPLIT) } else { fallback::MAX_SPLIT };
         let split = ctas.div_ceil(tiles(p.n).max(1)).min(cap).min((nkb / fallback::MIN_BLOCKS).max(1)).max(1);

@@ -97,7 +97,11 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
     let total = shapes.len();
     let progress = Progress::new(total);
     for (si, sh) in shapes.iter().enumerate() {
-        let done = file.entries.iter().any(|e| e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m);
+        // Model entries (tune --model, the shipped AMD tables) are replaced, not kept.
+        let done = file
+            .entries
+            .iter()
+            .any(|e| e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m && e.source.starts_with("measured"));
         if done {
             progress.skip();
             continue;
