@@ -12,11 +12,11 @@
 // source (the K-slice reduction through LDS, the flag word, bias loads, Y stores)
 // run directly on host memory.
 //
-// Mirrors of target_amdgcn.h — the lane layouts (atom_*), the swizzle, COPY_BYTES,
-// the instruction sequences of the atom, the copy, the wait and arrive_last — are checked
-// against the real AMD header by emu/ (it compiles emu/probe/ for gfx942/gfx950
-// with clang and compares the LLVM IR with what this header does): keep them
-// textually parallel.
+// The lane layouts, swizzles and constants are the device's own (amd_layouts.h,
+// included by both). What this header mirrors — the instruction sequences of the
+// atom, the copy, the wait and arrive_last — is checked against target_amdgcn.h by
+// emu/ (it compiles emu/probe/ for gfx942/gfx950 with clang and compares the LLVM IR
+// with what this header does): keep those textually parallel.
 #pragma once
 
 #define SK_DEVICE SK_INLINE
@@ -24,15 +24,13 @@
 #define SK_KERNEL(threads) static
 #define SK_LDS_DECL(name, bytes) char* name = sk_emu_lds(bytes)
 
-constexpr int WAVE = 64;
-constexpr int ATOM_TOKS = 16;
-constexpr int ATOM_A_PIECES = 1;
-constexpr bool COPY_BY_WAVE = true;
 #if defined(SK_HOST_GFX950)
-constexpr int COPY_BYTES = 16;   // global_load_lds_dwordx4
+#define SK_AMD_GFX950 1
 #else
-constexpr int COPY_BYTES = 4;    // global_load_lds_dword
+#define SK_AMD_GFX950 0
 #endif
+#include "amd_layouts.h"
+
 
 // Wave-collective hooks are `convergent`, like the AMD intrinsics they stand for:
 // the compiler may not make a call depend on more control flow than the source
@@ -74,16 +72,6 @@ SK_DEVICE int block_x() { return sk_emu_workgroup_id_x(); }
 SK_DEVICE int block_y() { return sk_emu_workgroup_id_y(); }
 SK_DEVICE void barrier() { sk_emu_s_barrier(); }
 
-// Same function as target_amdgcn.h (checked by emu/).
-template <int ROW_BYTES>
-SK_DEVICE int target_swizzle(int row) {
-#if defined(SK_HOST_GFX950)
-  if constexpr (ROW_BYTES == 128) return (row >> 1) & 7;  // two rows per 256 B line
-  else return row & 15;
-#else
-  return ((row & 1) << 2) | ((row >> 1) & 3);
-#endif
-}
 
 SK_DEVICE u32x4 lds_load16(const char* p) {
   u32x4 v;
@@ -138,9 +126,6 @@ SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
 }
 
 // ---- the matrix atom: same layouts and instruction sequence as target_amdgcn.h ----
-SK_DEVICE void atom_a_piece(int lane, int /*j*/, int& row, int& piece) { row = lane & 15; piece = lane >> 4; }
-SK_DEVICE void atom_b_piece(int lane, int& tok, int& piece) { tok = lane & 15; piece = lane >> 4; }
-SK_DEVICE void atom_acc_coord(int lane, int r, int& row, int& tok) { row = 4 * (lane >> 4) + r; tok = lane & 15; }
 
 template <typename T>
 SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
@@ -171,67 +156,6 @@ SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const u32* a,
 SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x64(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
 }
 
-#ifndef SK_GFX950_SMFMAC_B_MAP
-#define SK_GFX950_SMFMAC_B_MAP 0
-#endif
-constexpr int VD_ROWS = 16;
-constexpr int VD_TOKS = 8;
-constexpr int VD_ACC = 4;
-#if defined(SK_HOST_GFX950)
-constexpr int VD_K = 128;
-constexpr int VD_W_PIECES = 4;
-constexpr int VD_X_PIECES = 2;
-#else
-constexpr int VD_K = 64;
-constexpr int VD_W_PIECES = 2;
-constexpr int VD_X_PIECES = 1;
-#endif
-
-SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) {
-  const int g = lane >> 4;
-  row = lane & 15;
-#if defined(SK_HOST_GFX950)
-#if SK_GFX950_SMFMAC_B_MAP == 0
-  piece = g + 4 * j;
-#else
-  piece = 2 * (g & 1) + 8 * (g >> 1) + 4 * (j & 1) + (j >> 1);
-#endif
-#else
-  piece = 2 * g + j;
-#endif
-}
-SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) {
-  const int g = lane >> 4;
-  tok = (lane & 15) >> 1;
-#if defined(SK_HOST_GFX950)
-  piece = 2 * (g & 1) + 8 * (g >> 1) + 4 * (lane & 1) + j;
-#else
-  (void)j;
-  piece = 2 * g + (lane & 1);
-#endif
-}
-// Same function as target_amdgcn.h.
-template <int ROW_BYTES>
-SK_DEVICE int vd_x_swizzle(int row) {
-#if defined(SK_HOST_GFX950)
-  if constexpr (ROW_BYTES == 128) return row & 7;
-  else return (row & 3) | ((row & 4) << 1);
-#else
-  return 2 * (row & 3);
-#endif
-}
-SK_DEVICE u32 vd_meta(int lane) {
-#if defined(SK_HOST_GFX950)
-  return (lane & 1) ? 0xEEEEu : 0x4444u;
-#else
-  return (lane & 1) ? 0xEEu : 0x44u;
-#endif
-}
-SK_DEVICE void vd_out_coord(int lane, int r, int& row, int& tok) { row = lane & 15; tok = 2 * (lane >> 4) + r; }
-SK_DEVICE void vd_collapse(const float* acc, float* out) {
-  out[0] = acc[0] + acc[1];
-  out[1] = acc[2] + acc[3];
-}
 
 template <typename T>
 SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
