@@ -75,21 +75,16 @@ SKP_FN(sk_probe_constants) {
 
 // The atom with operands whose 16-bit elements are 1..8 (A) and 9..16 (B): the IR
 // shows which elements reach which matrix instruction, in which order.
-SKP_KERNEL(sk_probe_mma_bf16)(f32x4* out) {
+template <typename T>
+SK_DEVICE void sk_probe_mma(f32x4* out) {
   u32x4 a = {0x00020001u, 0x00040003u, 0x00060005u, 0x00080007u};
   u32x4 b = {0x000a0009u, 0x000c000bu, 0x000e000du, 0x0010000fu};
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  atom_mma_k32<bf16_t>(acc, &a, b);
+  atom_mma_k32<T>(acc, &a, b);
   out[0] = f32x4{acc[0], acc[1], acc[2], acc[3]};
 }
-
-SKP_KERNEL(sk_probe_mma_f16)(f32x4* out) {
-  u32x4 a = {0x00020001u, 0x00040003u, 0x00060005u, 0x00080007u};
-  u32x4 b = {0x000a0009u, 0x000c000bu, 0x000e000du, 0x0010000fu};
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  atom_mma_k32<f16_t>(acc, &a, b);
-  out[0] = f32x4{acc[0], acc[1], acc[2], acc[3]};
-}
+SKP_KERNEL(sk_probe_mma_bf16)(f32x4* out) { sk_probe_mma<bf16_t>(out); }
+SKP_KERNEL(sk_probe_mma_f16)(f32x4* out) { sk_probe_mma<f16_t>(out); }
 
 // One direct-to-LDS copy and copy_wait<3, 5> (vmcnt 15), then a barrier.
 SKP_KERNEL(sk_probe_copy)(f32x4* out) {

@@ -923,17 +923,24 @@ void sk_emu_atomic_store_agent(uint32_t* p, uint32_t v, int order) {
   *p = v;
 }
 
-// Both dense MFMA shapes share one wave-collective path; only K differs.
-static void mfma_hook(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, void* ra) {
+// Every matrix instruction is one wave-collective op: the shape's K, the operands
+// and (SMFMAC) the sparse index go to the wave, which executes it for all lanes.
+static void matrix_op(emu::Op op, int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx,
+                      void* ra) {
   Lane* L = t_lane;
-  if (!L) return emu::probe_mfma(k, dtype, d, a, b, c);
   L->imm = k;
   L->dtype = dtype;
   L->a = a;
   L->b = b;
   L->c = c;
   L->d = d;
-  emu::wave_op(L, emu::OP_MFMA, ra);
+  L->idx = idx;
+  emu::wave_op(L, op, ra);
+}
+
+static void mfma_hook(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, void* ra) {
+  if (!t_lane) return emu::probe_mfma(k, dtype, d, a, b, c);
+  matrix_op(emu::OP_MFMA, k, dtype, d, a, b, c, 0, ra);
 }
 
 void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c) {
@@ -945,16 +952,8 @@ void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const uint32_t* a, const ui
 }
 
 static void smfmac_hook(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx, void* ra) {
-  Lane* L = t_lane;
-  if (!L) std::abort();
-  L->imm = k;
-  L->dtype = dtype;
-  L->a = a;
-  L->b = b;
-  L->c = c;
-  L->d = d;
-  L->idx = idx;
-  emu::wave_op(L, emu::OP_SMFMAC, ra);
+  if (!t_lane) std::abort();  // the parity probes compile no sparse atom
+  matrix_op(emu::OP_SMFMAC, k, dtype, d, a, b, c, idx, ra);
 }
 void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx) {
   smfmac_hook(32, dtype, d, a, b, c, idx, __builtin_return_address(0));
