@@ -12,7 +12,10 @@
 // bf16 combine, kernel_anchors.md §1.4): every CTA writes an fp32 partial to its own
 // workspace slot; the last to arrive (counter per tile) sums the slots in fixed
 // order 0..SPLIT_K-1, applies alpha and bias, writes Y, and resets the counter to 0
-// inside the kernel, so no memset is needed before a launch or a graph replay.
+// inside the kernel, so no memset is needed before a launch or a graph replay (or,
+// on sm_90, the splits form a cluster and meet in distributed shared memory). That
+// combine, the PDL prologue and the output store are gemm_common.h's, shared with
+// the wgmma family.
 //
 // Parameters: T (bf16_t, f16_t), TILE_M (tokens), TILE_N (weight rows), TILE_K,
 // STAGES, WM x WN x WK waves, B_TO_LDS (weights through the LDS ring, or straight
@@ -20,32 +23,7 @@
 // run-time values. N and M tails are masked; K must be a multiple of 8 (16-B
 // copies), which routing guarantees.
 #pragma once
-#include "prelude/prelude.h"
-
-// Kernel arguments, passed by value (layout mirrored by `GemmParams` in Rust).
-struct GemmParams {
-  const u16* w;      // W(n, k) at w[n * ldw + k]
-  const u16* x;      // X(t, k) at x[t * ldx + k]
-  u16* y;            // Y(t, n) at y[t * ldy + n]
-  const u16* bias;   // bias[n], or null
-  float* partials;   // split-K slots: [tiles][SPLIT_K][TILE_M * TILE_N] fp32
-  u32* counters;     // arrivals per tile; 0 between launches
-  const void* zeros; // >= 16 zero bytes (source for masked copies on AMD)
-  i64 ldw, ldx, ldy;
-  i32 m, n, k;
-  float alpha;
-  i32 split_k;
-  // Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
-  // PDL_PREFETCH_X) each CTA prefetches into L2 before waiting on the previous
-  // kernel (0: none), and PDL_* flags.
-  i32 prefetch_row_bytes;
-  i32 pdl_flags;
-};
-// PDL_TRIGGER: let the PDL successor launch (pdl_flags >> PDL_LEAD_SHIFT) K blocks
-// before the end of our main loop (0 = after it; a lead past the start = at the
-// start), so its prefetch overlaps our tail rather than our streaming. Without it,
-// the successor may launch only as our CTAs exit (the implicit trigger).
-constexpr i32 PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8;
+#include "gemm_common.h"
 
 // The matrix atom the pipeline is written against: ROWS weight rows x TOKS tokens x
 // K k per step. Each lane feeds it W_PIECES weight pieces and X_PIECES token pieces
@@ -89,11 +67,8 @@ struct SplitK {
   static constexpr int X_STAGE = TILE_M * ROW_BYTES;
   static constexpr int PIPE_BYTES = STAGES * (W_STAGE + X_STAGE);
   static constexpr int RED_BYTES = (WK - 1) * TILE_M * TILE_N * 4;
-  // Split-K combine: the last CTA reduces the S slots with all its threads, C slot
-  // chunks at a time, then adds the C chunk sums in order through LDS.
-  static constexpr int E4 = TILE_M * TILE_N / 4;  // float4s per slot
-  static constexpr int CHUNKS = THREADS >= E4 ? THREADS / E4 : 1;
-  static constexpr int COMBINE_BYTES = CHUNKS * E4 * 16;
+  using Combine = SplitCombine<THREADS, TILE_M * TILE_N, RA * TA, CLUSTER>;
+  static constexpr int COMBINE_BYTES = Combine::LDS_BYTES;
   static constexpr int FLAG_OFFSET = PIPE_BYTES > RED_BYTES ? (PIPE_BYTES > COMBINE_BYTES ? PIPE_BYTES : COMBINE_BYTES)
                                                             : (RED_BYTES > COMBINE_BYTES ? RED_BYTES : COMBINE_BYTES);
   static constexpr int LDS_BYTES = FLAG_OFFSET + 16;
@@ -186,36 +161,10 @@ struct SplitK {
     const int wk = wave / (WM * WN), wmn = wave % (WM * WN);
     const int wm = wmn / WN, wn = wmn % WN;
 
-    const int m_tiles = ceil_div(p.m, TILE_M);
-    const int tile = block_x();
-    const int n0 = (tile / m_tiles) * TILE_N, m0 = (tile % m_tiles) * TILE_M;
-    const int split = block_y(), S = p.split_k;
-    const int nkb = ceil_div(p.k, TILE_K);
-    // nkb < 2^24 and S <= 64: 32-bit products, no 64-bit division.
-    const int kb_begin = (int)((u32)(split * nkb) / (u32)S), kb_end = (int)((u32)((split + 1) * nkb) / (u32)S);
-    const int nb = kb_end - kb_begin;
-
+    const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
+    const int n0 = c.n0, m0 = c.m0, kb_begin = c.kb_begin, kb_end = c.kb_end, nb = c.blocks();
     const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
-    // Programmatic dependent launch (sm_90; no-ops elsewhere): pull the first bytes
-    // of this CTA's weight (and activation) rows into L2 while the previous kernel
-    // may still be running (a coherent hint, so safe even if that kernel writes
-    // them), then wait for it before the first real load or any store.
-    const int lead = (p.pdl_flags >> PDL_LEAD_SHIFT) & 0xff;
-    const int trigger_at = !(p.pdl_flags & PDL_TRIGGER) ? -1 : nb > lead ? nb - lead : 0;
-    if (p.prefetch_row_bytes > 0 && nb > 0) {
-      const int k_lo = kb_begin * TILE_K;
-      const int k_end = kb_end * TILE_K < p.k ? kb_end * TILE_K : p.k;
-      const int k_hi = k_lo + p.prefetch_row_bytes / 2 < k_end ? k_lo + (p.prefetch_row_bytes / 2 & ~7) : k_end;
-      const int x_rows = p.pdl_flags & PDL_PREFETCH_X ? TILE_M : 0;
-      for (int r = tid; r < TILE_N + x_rows && k_hi > k_lo; r += THREADS) {
-        if (r < TILE_N) {
-          if (n0 + r < p.n) prefetch_l2(p.w + (i64)(n0 + r) * p.ldw + k_lo, (u32)(k_hi - k_lo) * 2u);
-        } else if (m0 + r - TILE_N < p.m) {
-          prefetch_l2(p.x + (i64)(m0 + r - TILE_N) * p.ldx + k_lo, (u32)(k_hi - k_lo) * 2u);
-        }
-      }
-    }
-    pdl_wait();
+    const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
 
     char* const w_lds = smem;
     char* const x_lds = smem + STAGES * W_STAGE;
@@ -295,154 +244,49 @@ struct SplitK {
     if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
 
     // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
-    float acc[RA][TA][4];
+    f32x4 acc[RA * TA];
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
-      for (int ta = 0; ta < TA; ++ta) Atom::collapse(mac[ra][ta], acc[ra][ta]);
+      for (int ta = 0; ta < TA; ++ta) {
+        float out[4];
+        Atom::collapse(mac[ra][ta], out);
+        acc[ra * TA + ta] = f32x4{out[0], out[1], out[2], out[3]};
+      }
 
     // ---- intra-CTA K-slice reduction, fixed order 0, 1, ..., WK-1 ----
-    float* const red = (float*)smem;
+    f32x4* const red = (f32x4*)smem;
     if constexpr (WK > 1) {
       if (wk > 0) {
-        float* dst = red + ((wk - 1) * (WM * WN) + wmn) * FRAG * WAVE;
+        f32x4* dst = red + ((wk - 1) * (WM * WN) + wmn) * (RA * TA) * WAVE;
 #pragma unroll
-        for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-          for (int ta = 0; ta < TA; ++ta)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) dst[((ra * TA + ta) * 4 + r) * WAVE + lane] = acc[ra][ta][r];
+        for (int q = 0; q < RA * TA; ++q) dst[q * WAVE + lane] = acc[q];
       }
       barrier();
       if (wk == 0) {
         for (int s = 1; s < WK; ++s) {
-          const float* src = red + ((s - 1) * (WM * WN) + wmn) * FRAG * WAVE;
+          const f32x4* src = red + ((s - 1) * (WM * WN) + wmn) * (RA * TA) * WAVE;
 #pragma unroll
-          for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-            for (int ta = 0; ta < TA; ++ta)
-#pragma unroll
-              for (int r = 0; r < 4; ++r) acc[ra][ta][r] += src[((ra * TA + ta) * 4 + r) * WAVE + lane];
+          for (int q = 0; q < RA * TA; ++q) acc[q] += src[q * WAVE + lane];
         }
       }
     }
 
-    // ---- inter-CTA combine ----
-    if (CLUSTER && S > 1) {
-      // The S splits of this tile are one thread-block cluster (launched with
-      // cluster dims (1, S, 1)): each CTA leaves its fp32 partial in its own LDS, and
-      // rank 0 adds the S partials in rank order through distributed shared memory.
-      // Deterministic, and nothing to reset: no global slots, no counters.
-      f32x4* const mine = (f32x4*)smem;
-      barrier();  // the K-slice reduction above has finished reading LDS
-      if (wk == 0) {
-#pragma unroll
-        for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-          for (int ta = 0; ta < TA; ++ta)
-            mine[wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane] = f32x4{acc[ra][ta][0], acc[ra][ta][1], acc[ra][ta][2], acc[ra][ta][3]};
-      }
-      cluster_sync();
-      const bool root = cluster_rank() == 0;
-      if (root && wk == 0) {
-#pragma unroll
-        for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-          for (int ta = 0; ta < TA; ++ta) {
-            const f32x4* at = mine + wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane;
-            f32x4 v[MAX_CLUSTER];
-#pragma unroll
-            for (int r = 0; r < MAX_CLUSTER; ++r) v[r] = r < S ? cluster_load16(at, (u32)r) : f32x4{0.f, 0.f, 0.f, 0.f};
-            f32x4 total = v[0];
-#pragma unroll
-            for (int r = 1; r < MAX_CLUSTER; ++r)
-              if (r < S) total += v[r];
-            acc[ra][ta][0] = total.x;
-            acc[ra][ta][1] = total.y;
-            acc[ra][ta][2] = total.z;
-            acc[ra][ta][3] = total.w;
-          }
-      }
-      cluster_sync();  // keep every CTA's LDS alive until the root has read it
-      if (!root) return;
-    } else if (S > 1) {
-      // Slot layout follows the fragments: lane-contiguous 16-B writes and reads.
-      float* const slots = p.partials + (i64)tile * S * (TILE_M * TILE_N);
-      if (wk == 0) {
-        float* mine = slots + (i64)split * (TILE_M * TILE_N) + wmn * FRAG * WAVE;
-#pragma unroll
-        for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-          for (int ta = 0; ta < TA; ++ta)
-            store_partial(mine + ((ra * TA + ta) * WAVE + lane) * 4,
-                          f32x4{acc[ra][ta][0], acc[ra][ta][1], acc[ra][ta][2], acc[ra][ta][3]});
-      }
-      // Publish the slot, count the arrival; true in every thread of the last CTA,
-      // whose later loads then see every slot (prelude: per-target fence sequence).
-      if (!arrive_last(p.counters + tile, (u32)S, tid, (u32*)(smem + FLAG_OFFSET))) return;
-      // Fixed-order, all-threads reduction: thread (chunk c, float4 q) sums slots
-      // [c*S/C, (c+1)*S/C) in order, BATCH loads in flight; then the C chunk sums
-      // are added in order c = 0..C-1. The association depends only on (config, S),
-      // never on which CTA arrived last: bitwise reproducible.
-      f32x4* const sums = (f32x4*)smem;  // [CHUNKS][E4]
-      constexpr int BATCH = 8;
-      for (int idx = tid; idx < CHUNKS * E4; idx += THREADS) {
-        const int c = idx / E4, q = idx % E4;
-        const int s_begin = c * S / CHUNKS, s_end = (c + 1) * S / CHUNKS;
-        f32x4 total = {0.f, 0.f, 0.f, 0.f};
-        for (int s0 = s_begin; s0 < s_end; s0 += BATCH) {
-          f32x4 v[BATCH];
-#pragma unroll
-          for (int b = 0; b < BATCH; ++b)
-            v[b] = s0 + b < s_end ? load_partial(slots + ((i64)(s0 + b) * E4 + q) * 4) : f32x4{0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-          for (int b = 0; b < BATCH; ++b)
-            if (s0 + b < s_end) total += v[b];
-        }
-        sums[idx] = total;
-      }
-      barrier();
-      if constexpr (CHUNKS > 1) {
-        for (int q = tid; q < E4; q += THREADS) {
-          f32x4 total = sums[q];
-#pragma unroll
-          for (int c = 1; c < CHUNKS; ++c) total += sums[c * E4 + q];
-          sums[q] = total;
-        }
-        barrier();
-      }
-      if (wk == 0) {
-#pragma unroll
-        for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-          for (int ta = 0; ta < TA; ++ta) {
-            const f32x4 v = sums[wmn * FRAG * WAVE / 4 + (ra * TA + ta) * WAVE + lane];
-            acc[ra][ta][0] = v.x;
-            acc[ra][ta][1] = v.y;
-            acc[ra][ta][2] = v.z;
-            acc[ra][ta][3] = v.w;
-          }
-      }
-      if (tid == 0) atomic_store_device(p.counters + tile, 0u);  // ready for the next launch / replay
-    }
+    // ---- inter-CTA combine: quad q of lane l of wave (wm, wn) at wmn*RA*TA*WAVE + q*WAVE + l ----
+    const u32 owned = Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, wk == 0, wmn * (RA * TA) * WAVE + lane, WAVE, c, tid);
+    if (!owned) return;
 
-    // ---- epilogue: alpha, bias, convert, masked store ----
-    if (wk != 0) return;
+    // ---- epilogue ----
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
       for (int ta = 0; ta < TA; ++ta)
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
+          if (!(owned >> (ra * TA + ta) & 1)) continue;
           int row, tok;
           Atom::out_coord(lane, r, row, tok);
-          const int n = n_wave + ra * Atom::ROWS + row;
-          const int t = m0 + t_wave + ta * Atom::TOKS + tok;
-          if (n < p.n && t < p.m) {
-            float v = p.alpha * acc[ra][ta][r];
-            if (p.bias) v += to_f32(T{}, p.bias[n]);
-            p.y[(i64)t * p.ldy + n] = from_f32(T{}, v);
-          }
+          store_output<T>(p, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r]);
         }
   }
 };

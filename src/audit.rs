@@ -71,6 +71,8 @@ fn matrix_mnemonics(arch: Arch, family: Family) -> &'static [&'static str] {
         (Arch::Gfx942, Family::Vdmfma) => &["v_smfmac_f32_16x16x32_bf16", "v_smfmac_f32_16x16x32_f16"],
         (Arch::Gfx950, Family::Vdmfma) => &["v_smfmac_f32_16x16x64_bf16", "v_smfmac_f32_16x16x64_f16"],
         (Arch::Sm90, Family::Vdmfma) => &["mma.sp::ordered_metadata.sync.aligned.m16n8k32"],
+        (Arch::Sm90, Family::Wgmma) => &["wgmma.mma_async.sync.aligned.m64n"],
+        (Arch::Gfx942 | Arch::Gfx950, Family::Wgmma) => &["(none: sm_90a only)"],
     }
 }
 
@@ -199,10 +201,19 @@ fn audit_ptx(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
     if let Ok(ptxas) = which_ptxas() {
         let path = write_temp("sm90.ptx", text.as_bytes())?;
         let cubin = path.with_extension("cubin");
-        let r = run(&ptxas, &["-arch=sm_90", path.to_str().unwrap(), "-o", cubin.to_str().unwrap()]);
+        let r = Command::new(&ptxas).args(["-arch=sm_90a", path.to_str().unwrap(), "-o", cubin.to_str().unwrap()]).output();
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(&cubin);
-        r.map_err(|e| format!("ptxas rejected the PTX: {e}"))?;
+        let o = r.map_err(|e| format!("{ptxas}: {e}"))?;
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() {
+            return Err(format!("ptxas rejected the PTX: {stderr}"));
+        }
+        // Warnings include wgmma serialisation (C7514: operand registers touched
+        // between MMAs; C7517: an injected wait), which would silently cost speed.
+        if stderr.contains("warning") {
+            return Err(format!("ptxas warned about the PTX: {stderr}"));
+        }
     }
     Ok(out)
 }

@@ -555,7 +555,7 @@ int main(int argc, char** argv) {
         if (t->variant == mi[0]) what = mi[1];
       if (!t->mutant_applied) {
         rep.result(false, "source mutant " + key,
-                   "its pattern no longer matches kernels/splitk_gemm.h: update emu/cmake/mutants.cmake");
+                   "its pattern no longer matches kernels/splitk_gemm.h or gemm_common.h: update emu/cmake/mutants.cmake");
         continue;
       }
       int fails = 0;

@@ -217,3 +217,62 @@ SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
   mma_sp16832(T{}, acc, x[0].x, x[1].x, x[0].y, x[1].y, w[0].x, w[1].x, w[0].y, w[1].y, meta);
   mma_sp16832(T{}, acc, x[0].z, x[1].z, x[0].w, x[1].w, w[0].z, w[1].z, w[0].w, w[1].w, meta);
 }
+
+// ---- warpgroup MMA (sm_90a only: family Wgmma, kernels/wgmma_gemm.h) ----
+// Facts and sources: docs/notes/wgmma-design.md. A warpgroup is 4 consecutive warps
+// (128 threads); every wgmma.* instruction must be executed by all of them, with
+// warpgroup-uniform control flow and operands.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+constexpr bool HAS_WGMMA = true;
+// Shared-memory matrix descriptor of a K-major operand in the 128-B swizzle: rows
+// of 64 bf16/f16 (128 B), 8-row groups 1024 B apart (SBO), the leading offset
+// unused (1), swizzle mode 1 (128 B) in bits 62-63. `addr` is the start, inside a
+// swizzle atom that begins on a 1024-B boundary (base offset 0); adding 32 B
+// (= +2 in the descriptor) steps 16 k.
+SK_DEVICE u64 wgmma_desc_sw128(u32 addr) {
+  return (u64)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
+}
+// Generic-proxy writes to shared memory (our cp.async copies) become visible to
+// the async proxy that wgmma reads through.
+SK_DEVICE void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+SK_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+SK_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int PENDING>
+SK_DEVICE void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(PENDING) : "memory"); }
+// Pins the accumulators in place around the asynchronous MMAs: without it the
+// compiler may move register writes across wgmma.fence / wait_group.
+template <int N>
+SK_DEVICE void wgmma_fence_operands(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+// D(64 x N, f32) += A(64 x 16, descriptor) . B(16 x N, descriptor), both K-major.
+// Thread t of the warpgroup (warp w, lane l) holds D[16w + l/4 + 8((r>>1)&1)]
+// [8(r>>2) + 2(l&3) + (r&1)] in d[r], r < N/2: the m16n8 layout per warp, repeated
+// for each 8 columns.
+template <typename T, int N>
+struct Wgmma64;
+#define SK_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define SK_WGMMA_TYPE(T, TYPE, N, REGS, ...)                                                               \
+  template <>                                                                                             \
+  struct Wgmma64<T, N> {                                                                                  \
+    static SK_DEVICE void mma(float (&d)[N / 2], u64 a, u64 b) {                                          \
+      asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", 1, 1, 1, 0, 0;" \
+                   : __VA_ARGS__                                                                          \
+                   : "l"(a), "l"(b));                                                                     \
+    }                                                                                                     \
+  };
+#define SK_WGMMA_SHAPE(N, REGS, ...)                      \
+  SK_WGMMA_TYPE(bf16_t, "bf16", N, REGS, __VA_ARGS__) \
+  SK_WGMMA_TYPE(f16_t, "f16", N, REGS, __VA_ARGS__)
+SK_WGMMA_SHAPE(16, "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9", SK_F8(d, 0))
+SK_WGMMA_SHAPE(32, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17", SK_F8(d, 0), SK_F8(d, 8))
+SK_WGMMA_SHAPE(64, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16), SK_F8(d, 24))
+SK_WGMMA_SHAPE(128, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16), SK_F8(d, 24), SK_F8(d, 32), SK_F8(d, 40), SK_F8(d, 48), SK_F8(d, 56))
+#undef SK_WGMMA_SHAPE
+#undef SK_WGMMA_TYPE
+#undef SK_F8
+#else
+constexpr bool HAS_WGMMA = false;
+#endif

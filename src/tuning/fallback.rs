@@ -51,7 +51,14 @@ impl Fallback {
 
     /// Chooses a kernel and split-K factor for `p` on a device with `units` CUs/SMs.
     pub fn choose(&self, units: u32, p: &Problem) -> Option<Choice> {
-        let usable = |c: &KernelConfig| c.family != Family::Vdmfma || p.m <= VDMFMA_MAX_M;
+        // The warpgroup-MMA family runs only where a measured tuning entry (or its
+        // neighbour) names it: its split-K partials are 4-16x larger than the
+        // mma.sync tiles', which the CTA-count rule below does not weigh.
+        let usable = |c: &KernelConfig| match c.family {
+            Family::Splitk => true,
+            Family::Vdmfma => p.m <= VDMFMA_MAX_M,
+            Family::Wgmma => false,
+        };
         let tile_ms = || self.candidates.iter().filter(|(c, _)| usable(c)).map(|(c, _)| c.tile_m);
         let tm = tile_ms().filter(|&tm| tm >= p.m).min().or_else(|| tile_ms().max())?;
         let target = CTAS_PER_UNIT * units as f64;

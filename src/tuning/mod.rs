@@ -265,6 +265,61 @@ mod tests {
         n16.check(&target("sm90").unwrap()).unwrap();
     }
 
+    /// The warpgroup-MMA family: sm_90 only, the rules of wgmma_gemm.h, its own LDS
+    /// formula (no K-slice buffer, 1 KiB for aligning the swizzle atoms), and never
+    /// chosen by the fallback rule.
+    #[test]
+    fn wgmma_configs_are_named_checked_and_not_a_fallback() {
+        use crate::tuning::schema::{Family, KernelConfig};
+        let c: KernelConfig = serde_json::from_str(
+            r#"{"family":"wgmma","tile_m":64,"tile_n":128,"tile_k":64,"stages":6,"warps":[1,8,1],"b_to_lds":true,"cluster":true}"#,
+        )
+        .unwrap();
+        assert_eq!(c.family, Family::Wgmma);
+        assert_eq!(c.name(DType::Bf16), "skinnylt_wgmma_bf16_m64n128k64_s6_w1x8x1_lds_cl");
+        let sm90 = target("sm90").unwrap();
+        c.check(&sm90).unwrap();
+        assert_eq!(c.threads(&sm90), 256);
+        // 6 stages x (128 + 64) rows x 128 B, + flag + alignment slack.
+        assert_eq!(c.lds_bytes(&sm90), 6 * 192 * 128 + 16 + 1024);
+        for t in ["gfx942", "gfx950"] {
+            assert!(c.check(&target(t).unwrap()).is_err(), "{t}");
+        }
+        let bad = [
+            KernelConfig { tile_m: 48, ..c },                   // no such wgmma n in the prelude
+            KernelConfig { tile_n: 96, ..c },                   // not 64 rows per warpgroup block
+            KernelConfig { tile_n: 512, ..c },                  // > 2 blocks per warpgroup
+            KernelConfig { tile_k: 256, ..c },                  // > 2 swizzle atoms
+            KernelConfig { warps: [1, 8, 2], ..c },             // no K slices
+            KernelConfig { b_to_lds: false, ..c },              // A from shared memory only
+            KernelConfig { stages: 16, ..c },                   // over 227 KiB
+        ];
+        for b in bad {
+            assert!(b.check(&sm90).is_err(), "{b:?}");
+        }
+        // The fallback never picks the family, even for M = 128 where its tiles fit.
+        let fb = crate::tuning::fallback::Fallback::for_arch(Arch::Sm90);
+        for m in [16, 32, 64, 128] {
+            let p = crate::route::Problem {
+                dtype: DType::Bf16,
+                form: crate::route::Form::Linear,
+                m,
+                n: 2880,
+                k: 4096,
+                w: 0,
+                ldw: 4096,
+                x: 0,
+                ldx: 4096,
+                y: 0,
+                ldy: 2880,
+                bias: 0,
+                alpha: 1.0,
+            };
+            let Some(Choice::Run { kernel, .. }) = fb.choose(132, &p) else { panic!("M={m}") };
+            assert_ne!(kernels::for_arch(Arch::Sm90).kernels[kernel].config.family, Family::Wgmma, "M={m}");
+        }
+    }
+
     #[test]
     fn lookup_honours_ranges_and_forward() {
         let text = r#"{"schema":1,"arch":"sm90","entries":[

@@ -40,6 +40,9 @@ pub enum Family {
     /// The same pipeline on the virtual-dense 4:2 sparse matrix instructions, for
     /// tiles of 8 tokens (kernels/vdmfma_gemm.h).
     Vdmfma,
+    /// The split-K pipeline on Hopper's warpgroup MMA (sm_90a), for 16..128 tokens
+    /// (kernels/wgmma_gemm.h). `warps` is [1, 4 * warpgroups, 1].
+    Wgmma,
 }
 
 impl Family {
@@ -47,6 +50,7 @@ impl Family {
         match self {
             Family::Splitk => "splitk",
             Family::Vdmfma => "vdmfma",
+            Family::Wgmma => "wgmma",
         }
     }
     /// The instance macro of kernels/<family>_gemm.h.
@@ -54,15 +58,17 @@ impl Family {
         match self {
             Family::Splitk => "SK_SPLITK_INSTANCE",
             Family::Vdmfma => "SK_VDMFMA_INSTANCE",
+            Family::Wgmma => "SK_WGMMA_INSTANCE",
         }
     }
     /// The matrix atom of the family on a target: (weight rows, tokens, k per step);
     /// mirrors DenseAtom (splitk_gemm.h) and VdAtom (vdmfma_gemm.h) with the
-    /// prelude's ATOM_TOKS and VD_* constants.
+    /// prelude's ATOM_TOKS and VD_* constants, and wgmma.m64nNk16 (per warpgroup).
     pub fn atom(self, t: &TargetFacts) -> (u32, u32, u32) {
         match self {
             Family::Splitk => (16, t.atom_toks, 32),
             Family::Vdmfma => (2 * t.vd_rows, 8, t.vd_k),
+            Family::Wgmma => (64, 8, 16),
         }
     }
 }
@@ -127,15 +133,19 @@ impl KernelConfig {
     pub fn threads(&self, t: &TargetFacts) -> u32 {
         self.waves() * t.wave
     }
-    /// LDS bytes the kernel uses (SplitK::LDS_BYTES in splitk_gemm.h; the same
-    /// formula for both families, whose atoms leave 4 outputs per lane).
+    /// LDS bytes the kernel uses: SplitK::LDS_BYTES in splitk_gemm.h (both
+    /// mma.sync families, whose atoms leave 4 outputs per lane), WgmmaSplitK::LDS_BYTES
+    /// in wgmma_gemm.h (no K-slice reduction; 1 KiB to align the swizzle atoms).
     pub fn lds_bytes(&self, t: &TargetFacts) -> u32 {
         let row = self.tile_k * 2;
         let w = if self.b_to_lds { self.tile_n * row } else { 0 };
         let pipe = self.stages * (w + self.tile_m * row);
-        let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
         let e4 = self.tile_m * self.tile_n / 4;
-        let combine = (self.threads(t) / e4).max(1) * e4 * 16;
+        let combine = (self.threads(t) / e4).max(1) * e4 * 16; // SplitCombine::LDS_BYTES
+        if self.family == Family::Wgmma {
+            return pipe.max(combine) + 16 + 1024;
+        }
+        let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
         pipe.max(red).max(combine) + 16
     }
     /// The kernel's symbol name for one element type.
@@ -163,6 +173,9 @@ impl KernelConfig {
         let err = |m: &str| Err(format!("{}: {m}", self.name(DType::Bf16)));
         if wm == 0 || wn == 0 || wk == 0 || self.waves() > 16 {
             return err("1..16 waves");
+        }
+        if self.family == Family::Wgmma {
+            return self.check_wgmma(t);
         }
         if !self.tile_n.is_multiple_of(rows * wn) {
             return err(&format!("tile_n must be a multiple of {rows} (the atom's weight rows) * warps_n"));
@@ -204,6 +217,38 @@ impl KernelConfig {
             if (self.stages - 1) * per_stage > 63 {
                 return err("too many copies in flight for vmcnt (6 bits)");
             }
+        }
+        Ok(())
+    }
+
+    /// The static rules of wgmma_gemm.h.
+    fn check_wgmma(&self, t: &TargetFacts) -> Result<(), String> {
+        let err = |m: &str| Err(format!("{}: {m}", self.name(DType::Bf16)));
+        if t.name != "sm90" {
+            return err("warpgroup MMA is sm_90a only");
+        }
+        let [wm, wn, wk] = self.warps;
+        if wm != 1 || wk != 1 || !(wn == 4 || wn == 8) {
+            return err("warps must be [1, 4 * warpgroups, 1] with 1 or 2 warpgroups");
+        }
+        let rows_per_wg = self.tile_n / (16 * wn);
+        if !self.tile_n.is_multiple_of(16 * wn) || !(rows_per_wg == 1 || rows_per_wg == 2) {
+            return err("tile_n must be 64 * warpgroups * (1 or 2)");
+        }
+        if ![16, 32, 64, 128].contains(&self.tile_m) {
+            return err("tile_m must be 16, 32, 64 or 128 (a wgmma n the prelude defines)");
+        }
+        if ![64, 128].contains(&self.tile_k) {
+            return err("tile_k must be 64 or 128 (one or two 128-B swizzle atoms)");
+        }
+        if self.stages < 2 {
+            return err("stages >= 2");
+        }
+        if !self.b_to_lds {
+            return err("wgmma reads both operands from shared memory (b_to_lds)");
+        }
+        if self.lds_bytes(t) > t.lds_limit {
+            return err("LDS over the arch limit");
         }
         Ok(())
     }

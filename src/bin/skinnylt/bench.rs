@@ -32,6 +32,9 @@ pub struct ShapeArgs {
     /// Extra shapes "M,N,K[,bias]" (repeatable).
     #[arg(long = "shape")]
     pub shapes: Vec<String>,
+    /// Only these token counts of the grid groups (e.g. "32,64,128"; default all).
+    #[arg(long = "m", value_delimiter = ',')]
+    pub tokens: Vec<u32>,
     #[arg(long, value_enum, default_value = "bf16")]
     pub dtype: crate::demo::DTypeArg,
 }
@@ -39,7 +42,10 @@ pub struct ShapeArgs {
 impl ShapeArgs {
     /// The selected grid groups, then the extra shapes.
     pub fn shapes(&self) -> Result<Vec<Shape>, String> {
-        let mut v: Vec<Shape> = grid::public().into_iter().filter(|s| self.groups.iter().any(|g| g == s.group)).collect();
+        let mut v: Vec<Shape> = grid::public()
+            .into_iter()
+            .filter(|s| self.groups.iter().any(|g| g == s.group) && (self.tokens.is_empty() || self.tokens.contains(&s.m)))
+            .collect();
         for sh in &self.shapes {
             v.push(parse_shape(sh)?);
         }

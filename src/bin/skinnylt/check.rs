@@ -12,7 +12,7 @@
 //! `--kernel-sweep` runs instead every compiled kernel of the device's arch (both
 //! families, both dtypes), forced through `engine::run_choice` (the launch path of
 //! `skinnylt tune`), at several split-K factors on small odd shapes — M = 1..8 for
-//! every kernel (plus M just below and above the token tile for larger tiles), N
+//! every kernel (plus M just below, at and above the token tile for larger tiles), N
 //! and K not multiples of the tiles, padded leading dimensions, bias or not, alpha
 //! != 1 — against the float64 reference. This covers kernels the tuning table and
 //! the fallback would not pick, e.g. the VDMFMA family on sm_90.
@@ -216,7 +216,7 @@ impl<'a> Suite<'a> {
             let (tm, tn, tk) = (c.tile_m as usize, c.tile_n as usize, c.tile_k as usize);
             let mut ms: Vec<usize> = (1..=8).collect();
             if tm > 8 {
-                ms.extend([tm - 1, tm + 1]);
+                ms.extend([tm - 1, tm, tm + 1]);
             }
             let (mut ok, mut worst) = (0usize, 0f64);
             let failed_before = self.failed.len();

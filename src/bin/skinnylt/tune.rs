@@ -45,7 +45,7 @@ pub struct Args {
     pub model: Option<String>,
 }
 
-const SPLITS: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
+const SPLITS: [u32; 12] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32];
 
 pub fn run(a: &Args) -> i32 {
     if let Some(arch) = &a.model {

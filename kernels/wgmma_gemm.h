@@ -1,0 +1,166 @@
+// Kernel family W: the split-K pipeline on Hopper's warpgroup MMA (sm_90a), for
+// decode steps of 16..128 tokens, where mma.sync tiles run out of issue slots and
+// re-read the activations once per 16 weight rows.
+//
+//   Y[M,N] = alpha * X[M,K] . W[N,K]^T (+ bias[N])
+//
+// "Swap AB" as in family A: weight rows are the MMA's M side (64 per warpgroup per
+// instruction), tokens its N side (TILE_M). A CTA is WG warpgroups; warpgroup g owns
+// weight rows [g*RB*64, (g+1)*RB*64) of the tile, as RB m64 blocks, and every thread
+// both copies and multiplies (no producer/consumer split: the MMAs are short next
+// to the weight stream). Per K block of TILE_K:
+//   * cp.async copies the W and X tiles into a STAGES-deep ring, already in the
+//     128-B swizzled K-major layout wgmma reads (rows of 64 k = 128 B; TILE_K = 128
+//     stores two such sub-tiles, one per 64 k);
+//   * wait for the block, fence the generic->async proxy, barrier;
+//   * issue the copies of block i+STAGES-1 into the stage freed by block i-1;
+//   * 4*H*RB wgmma.m64nTILE_Mk16 with operands straight from the descriptors,
+//     commit, and wait for them before the next barrier (so the ring stage they
+//     read is free when the barrier releases its overwrite).
+// Split-K, PDL and the epilogue are gemm_common.h's, shared with family A; the
+// fp32 fragment is handed to the combine as float4 quads: quad (rb, j) of thread
+// tid at index (rb * TILE_M/8 + j) * THREADS + tid.
+#pragma once
+#include "gemm_common.h"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WG, bool CLUSTER>
+struct WgmmaSplitK {
+  static constexpr int THREADS = WG * 128;
+  static constexpr int RB = TILE_N / (64 * WG);  // m64 row blocks per warpgroup
+  static constexpr int H = TILE_K / 64;          // 128-B swizzle sub-tiles along k
+  static constexpr int NACC = TILE_M / 2;        // accumulators per row block per thread
+  static constexpr int Q = RB * TILE_M / 8;      // float4 quads per thread
+  static constexpr int W_STAGE = TILE_N * TILE_K * 2;
+  static constexpr int X_STAGE = TILE_M * TILE_K * 2;
+  static constexpr int STAGE_BYTES = W_STAGE + X_STAGE;
+  static constexpr int PIPE_BYTES = STAGES * STAGE_BYTES;
+  using Combine = SplitCombine<THREADS, TILE_M * TILE_N, Q, CLUSTER>;
+  static constexpr int FLAG_OFFSET = PIPE_BYTES > Combine::LDS_BYTES ? PIPE_BYTES : Combine::LDS_BYTES;
+  // The swizzle atoms must start on 1024-B boundaries; the dynamic shared window's
+  // alignment is not promised, so the kernel aligns its base itself.
+  static constexpr int ALIGN = 1024;
+  static constexpr int LDS_BYTES = FLAG_OFFSET + 16 + ALIGN;  // mirrored by KernelConfig::lds_bytes
+
+  static_assert(TILE_N % (64 * WG) == 0 && RB >= 1 && RB <= 2, "tile_n = 64 * warpgroups * (1 or 2)");
+  static_assert(TILE_M == 16 || TILE_M == 32 || TILE_M == 64 || TILE_M == 128, "tile_m: a wgmma n the prelude defines");
+  static_assert(TILE_K == 64 || TILE_K == 128, "tile_k: one or two 128-B swizzle atoms");
+  static_assert(STAGES >= 2, "a ring needs two stages");
+  static_assert(X_STAGE / H % ALIGN == 0 && W_STAGE / H % ALIGN == 0, "sub-tiles stay 1024-B aligned");
+
+  // Copies ROWS rows x TILE_K of a row-major matrix into a ring stage: sub-tile h
+  // (k in [64h, 64h+64)) at h*ROWS*128, row r at r*128, logical 16-B chunk c at
+  // physical chunk c ^ (r & 7) — the hardware's Swizzle<3,4,3> on the absolute
+  // address, given the 1024-B aligned base. Consecutive threads fill consecutive
+  // physical chunks (conflict-free); rows >= limit, k >= K and blocks past the
+  // split's end are zero-filled.
+  template <int ROWS>
+  static SK_DEVICE void copy_tile(char* stage, const u16* base, i64 ld, int row0, int limit, int k0, int K, bool live,
+                                  int tid) {
+    constexpr int CHUNKS = ROWS * TILE_K / 8;
+#pragma unroll
+    for (int i0 = 0; i0 < ceil_div(CHUNKS, THREADS); ++i0) {
+      const int i = i0 * THREADS + tid;
+      if (CHUNKS % THREADS == 0 || i < CHUNKS) {
+        const int h = i / (ROWS * 8), r = i / 8 % ROWS, phys = i % 8;
+        const int kk = k0 + h * 64 + (phys ^ (r & 7)) * 8;
+        const bool valid = live && row0 + r < limit && kk < K;
+        const u16* g = valid ? base + (i64)(row0 + r) * ld + kk : base;
+        copy_async(stage + i * 16, nullptr, g, valid, nullptr);
+      }
+    }
+  }
+
+  static SK_DEVICE void run(const GemmParams& p, char* smem_raw) {
+    char* const smem = smem_raw + ((ALIGN - smem_addr(smem_raw) % ALIGN) % ALIGN);
+    const int tid = thread_id();
+    const int wg = tid / 128, warp = tid / 32 % 4, lane = tid % 32;
+    const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
+    const int nb = c.blocks();
+    const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
+
+    float d[RB][NACC];
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int r = 0; r < NACC; ++r) d[rb][r] = 0.f;
+
+    auto issue = [&](int stage, int kb) {
+      const bool live = kb < c.kb_end;  // past the end: still copy (zeros), so group counts stay uniform
+      char* s = smem + stage * STAGE_BYTES;
+      copy_tile<TILE_N>(s, p.w, p.ldw, c.n0, p.n, kb * TILE_K, p.k, live, tid);
+      copy_tile<TILE_M>(s + W_STAGE, p.x, p.ldx, c.m0, p.m, kb * TILE_K, p.k, live, tid);
+      copy_commit();
+    };
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) issue(s, c.kb_begin + s);
+    for (int i = 0; i < nb; ++i) {
+      if (i == trigger_at) pdl_launch_dependents();
+      copy_wait<STAGES - 2, 1>();  // this thread's copies of block i have landed ...
+      fence_proxy_async_smem();    // ... and are visible to the async proxy ...
+      barrier();                   // ... for every thread; every warpgroup is done with block i-1
+      issue((i + STAGES - 1) % STAGES, c.kb_begin + i + STAGES - 1);
+
+      const u32 w_s = smem_addr(smem + i % STAGES * STAGE_BYTES);
+      const u32 x_s = w_s + W_STAGE;
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+      wgmma_fence();
+#pragma unroll
+      for (int h = 0; h < H; ++h)
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          const u64 b = wgmma_desc_sw128(x_s + h * TILE_M * 128 + 32 * s);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            const u64 a = wgmma_desc_sw128(w_s + h * TILE_N * 128 + (wg * RB + rb) * 64 * 128 + 32 * s);
+            Wgmma64<T, TILE_M>::mma(d[rb], a, b);
+          }
+        }
+      wgmma_commit();
+      wgmma_wait<0>();
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+    }
+    copy_wait<0, 1>();
+    barrier();  // the ring is idle: its LDS may be reused
+    if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
+
+    f32x4 acc[Q];
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int j = 0; j < TILE_M / 8; ++j)
+        acc[rb * (TILE_M / 8) + j] = f32x4{d[rb][4 * j], d[rb][4 * j + 1], d[rb][4 * j + 2], d[rb][4 * j + 3]};
+    const u32 owned = Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, true, tid, THREADS, c, tid);
+    if (!owned) return;
+
+    // d[rb][4j + r] = D[16 warp + lane/4 + 8(r>>1)][8j + 2(lane%4) + (r&1)] of row block rb.
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int j = 0; j < TILE_M / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          if (!(owned >> (rb * (TILE_M / 8) + j) & 1)) continue;
+          const int n = c.n0 + (wg * RB + rb) * 64 + 16 * warp + lane / 4 + 8 * (r >> 1);
+          const int t = c.m0 + 8 * j + 2 * (lane % 4) + (r & 1);
+          store_output<T>(p, n, t, acc[rb * (TILE_M / 8) + j][r]);
+        }
+  }
+};
+
+// One kernel entry point (instances generated by build.rs). The instance line's
+// warps are [1, 4 * WG, 1]: WN / 4 warpgroups.
+#define SK_WGMMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)                            \
+  SK_KERNEL((WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL>::THREADS)) void NAME(GemmParams p) {     \
+    using K = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL>;                                      \
+    SK_LDS_DECL(smem, K::LDS_BYTES);                                                         \
+    K::run(p, smem);                                                                         \
+  }
+
+#else
+#define SK_WGMMA_INSTANCE(NAME, ...) static_assert(false, "wgmma kernels are sm_90a only: " #NAME);
+#endif
