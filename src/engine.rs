@@ -433,21 +433,7 @@ mod tests {
     #[test]
     fn a_forward_without_a_real_library_runs_the_fallback() {
         assert!(crate::real::get().is_none(), "tests run standalone");
-        let p = Problem {
-            dtype: crate::route::DType::Bf16,
-            form: crate::route::Form::Linear,
-            m: 4,
-            n: 2880,
-            k: 4096,
-            w: 0,
-            ldw: 4096,
-            x: 0,
-            ldx: 4096,
-            y: 0,
-            ldy: 2880,
-            bias: 0,
-            alpha: 1.0,
-        };
+        let p = Problem::packed(crate::route::DType::Bf16, 4, 2880, 4096);
         let t = Tuning::single(&p, Choice::Forward);
         let fb = Fallback::for_arch(Arch::Sm90);
         let plan_now = || plan(Arch::Sm90, 132, &t, &fb, true, default_lane_bytes(), &p);

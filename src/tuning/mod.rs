@@ -300,21 +300,7 @@ mod tests {
         // The fallback never picks the family, even for M = 128 where its tiles fit.
         let fb = crate::tuning::fallback::Fallback::for_arch(Arch::Sm90);
         for m in [16, 32, 64, 128] {
-            let p = crate::route::Problem {
-                dtype: DType::Bf16,
-                form: crate::route::Form::Linear,
-                m,
-                n: 2880,
-                k: 4096,
-                w: 0,
-                ldw: 4096,
-                x: 0,
-                ldx: 4096,
-                y: 0,
-                ldy: 2880,
-                bias: 0,
-                alpha: 1.0,
-            };
+            let p = crate::route::Problem::packed(DType::Bf16, m, 2880, 4096);
             let Some(Choice::Run { kernel, .. }) = fb.choose(132, &p) else { panic!("M={m}") };
             assert_ne!(kernels::for_arch(Arch::Sm90).kernels[kernel].config.family, Family::Wgmma, "M={m}");
         }
