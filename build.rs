@@ -80,8 +80,8 @@ fn main() {
         ));
         for (d, c) in set {
             generated.push_str(&format!(
-                "    KernelEntry {{ name: {:?}, dtype: DType::{:?}, config: KernelConfig {{ family: Family::{:?}, tile_m: {}, tile_n: {}, tile_k: {}, stages: {}, warps: {:?}, b_to_lds: {}, cluster: {} }} }},\n",
-                c.name(*d), d, c.family, c.tile_m, c.tile_n, c.tile_k, c.stages, c.warps, c.b_to_lds, c.cluster
+                "    KernelEntry {{ name: {:?}, dtype: DType::{:?}, config: KernelConfig {{ family: Family::{:?}, tile_m: {}, tile_n: {}, tile_k: {}, stages: {}, warps: {:?}, b_to_lds: {}, cluster: {}, tma: {} }} }},\n",
+                c.name(*d), d, c.family, c.tile_m, c.tile_n, c.tile_k, c.stages, c.warps, c.b_to_lds, c.cluster, c.tma
             ));
         }
         generated.push_str("  ] },\n");
@@ -138,7 +138,7 @@ fn compile(clang: &str, out: &Path, arch: &str, set: &[(schema::DType, schema::K
         let [wm, wn, wk] = c.warps;
         src.push_str(&format!(
             "{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})\n",
-            c.family.instance_macro(),
+            c.family.instance_macro(c.tma),
             c.name(*d),
             d.device_type(),
             c.tile_m,

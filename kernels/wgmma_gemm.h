@@ -6,28 +6,43 @@
 //
 // "Swap AB" as in family A: weight rows are the MMA's M side (64 per warpgroup per
 // instruction), tokens its N side (TILE_M). A CTA is WG warpgroups; warpgroup g owns
-// weight rows [g*RB*64, (g+1)*RB*64) of the tile, as RB m64 blocks, and every thread
-// both copies and multiplies (no producer/consumer split: the MMAs are short next
-// to the weight stream). Per K block of TILE_K:
-//   * cp.async copies the W and X tiles into a STAGES-deep ring, already in the
-//     128-B swizzled K-major layout wgmma reads (rows of 64 k = 128 B; TILE_K = 128
-//     stores two such sub-tiles, one per 64 k);
-//   * wait for the block, fence the generic->async proxy, barrier;
-//   * issue the copies of block i+STAGES-1 into the stage freed by block i-1;
-//   * 4*H*RB wgmma.m64nTILE_Mk16 with operands straight from the descriptors,
-//     commit, and wait for them before the next barrier (so the ring stage they
-//     read is free when the barrier releases its overwrite).
+// weight rows [g*RB*64, (g+1)*RB*64) of the tile, as RB m64 blocks. The W and X
+// tiles of each K block of TILE_K sit in a STAGES-deep shared-memory ring in the
+// 128-B swizzled K-major layout wgmma reads (rows of 64 k = 128 B; one such
+// sub-tile per 64 k), and each block is 4*H*RB
+// wgmma.m64nTILE_Mk16 with operands straight from the descriptors. (TILE_K = 128
+// or 256 store 2 or 4 sub-tiles: longer contiguous runs of each weight row per
+// stage.) Two ways to
+// feed the ring (the TMA template flag):
+//  * cp.async: every thread both copies and multiplies. Per block: wait for it,
+//    fence the generic->async proxy, barrier, issue the copies of block
+//    i+STAGES-1 into the stage freed by block i-1, multiply, wait for the MMAs.
+//    Simple, but with one CTA per SM the copies in flight cap the bandwidth
+//    (about 1.5 TB/s over the H100, measured in session 3).
+//  * TMA: one extra producer warp whose lane 0 issues one tensor copy per
+//    sub-tile (tensor maps encoded on the host) into a stage as soon as the
+//    consumers have released it (mbarrier "empty"), announcing the stage's bytes
+//    on its "full" mbarrier. The consumer warpgroups wait on "full", multiply,
+//    keep one MMA group in flight (wait_group 1) and release the previous stage.
+//    Bytes in flight are bounded by the ring alone, not by issuing threads.
 // Split-K, PDL and the epilogue are gemm_common.h's, shared with family A; the
 // fp32 fragment is handed to the combine as float4 quads: quad (rb, j) of thread
-// tid at index (rb * TILE_M/8 + j) * THREADS + tid.
+// consumer thread tid at index (rb * TILE_M/8 + j) * CONSUMERS + tid.
 #pragma once
 #include "gemm_common.h"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WG, bool CLUSTER>
+// Tensor maps of the TMA feed (host: engine.rs `TmaMaps`): W as [N rows][K] with
+// 64 x TILE_N boxes, X as [M rows][K] with 64 x TILE_M boxes, both 128-B swizzled.
+struct TmaMaps {
+  TensorMap w, x;
+};
+
+template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WG, bool CLUSTER, bool TMA>
 struct WgmmaSplitK {
-  static constexpr int THREADS = WG * 128;
+  static constexpr int CONSUMERS = WG * 128;
+  static constexpr int THREADS = CONSUMERS + (TMA ? 32 : 0);  // + the producer warp
   static constexpr int RB = TILE_N / (64 * WG);  // m64 row blocks per warpgroup
   static constexpr int H = TILE_K / 64;          // 128-B swizzle sub-tiles along k
   static constexpr int NACC = TILE_M / 2;        // accumulators per row block per thread
@@ -38,23 +53,28 @@ struct WgmmaSplitK {
   static constexpr int PIPE_BYTES = STAGES * STAGE_BYTES;
   using Combine = SplitCombine<THREADS, TILE_M * TILE_N, Q, CLUSTER>;
   static constexpr int FLAG_OFFSET = PIPE_BYTES > Combine::LDS_BYTES ? PIPE_BYTES : Combine::LDS_BYTES;
+  // TMA: "full" and "empty" mbarriers per stage, after the combine's flag.
+  static constexpr int BAR_OFFSET = FLAG_OFFSET + 16;
+  static constexpr int BAR_BYTES = TMA ? STAGES * 16 : 0;
   // The swizzle atoms must start on 1024-B boundaries; the dynamic shared window's
   // alignment is not promised, so the kernel aligns its base itself.
   static constexpr int ALIGN = 1024;
-  static constexpr int LDS_BYTES = FLAG_OFFSET + 16 + ALIGN;  // mirrored by KernelConfig::lds_bytes
+  static constexpr int LDS_BYTES = BAR_OFFSET + BAR_BYTES + ALIGN;  // mirrored by KernelConfig::lds_bytes
 
   static_assert(TILE_N % (64 * WG) == 0 && RB >= 1 && RB <= 2, "tile_n = 64 * warpgroups * (1 or 2)");
   static_assert(TILE_M == 16 || TILE_M == 32 || TILE_M == 64 || TILE_M == 128, "tile_m: a wgmma n the prelude defines");
-  static_assert(TILE_K == 64 || TILE_K == 128, "tile_k: one or two 128-B swizzle atoms");
+  static_assert(TILE_K == 64 || TILE_K == 128 || TILE_K == 256, "tile_k: 1, 2 or 4 128-B swizzle atoms");
   static_assert(STAGES >= 2, "a ring needs two stages");
   static_assert(X_STAGE / H % ALIGN == 0 && W_STAGE / H % ALIGN == 0, "sub-tiles stay 1024-B aligned");
+  static_assert(!TMA || TILE_N <= 256, "a tensor-copy box has at most 256 rows");
 
   // Copies ROWS rows x TILE_K of a row-major matrix into a ring stage: sub-tile h
   // (k in [64h, 64h+64)) at h*ROWS*128, row r at r*128, logical 16-B chunk c at
   // physical chunk c ^ (r & 7) — the hardware's Swizzle<3,4,3> on the absolute
-  // address, given the 1024-B aligned base. Consecutive threads fill consecutive
-  // physical chunks (conflict-free); rows >= limit, k >= K and blocks past the
-  // split's end are zero-filled.
+  // address, given the 1024-B aligned base (the layout a 128-B swizzled tensor copy
+  // writes too). Consecutive threads fill consecutive physical chunks
+  // (conflict-free); rows >= limit, k >= K and blocks past the split's end are
+  // zero-filled.
   template <int ROWS>
   static SK_DEVICE void copy_tile(char* stage, const u16* base, i64 ld, int row0, int limit, int k0, int K, bool live,
                                   int tid) {
@@ -72,20 +92,35 @@ struct WgmmaSplitK {
     }
   }
 
-  static SK_DEVICE void run(const GemmParams& p, char* smem_raw) {
-    char* const smem = smem_raw + ((ALIGN - smem_addr(smem_raw) % ALIGN) % ALIGN);
-    const int tid = thread_id();
-    const int wg = tid / 128, warp = tid / 32 % 4, lane = tid % 32;
-    const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
+  // The MMAs of one K block from the ring stage at `w_s` (shared address) into d.
+  static SK_DEVICE void multiply(float (&d)[RB][NACC], u32 w_s, int wg) {
+    const u32 x_s = w_s + W_STAGE;
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+    wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < H; ++h)
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const u64 b = wgmma_desc_sw128(x_s + h * TILE_M * 128 + 32 * s);
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) {
+          const u64 a = wgmma_desc_sw128(w_s + h * TILE_N * 128 + (wg * RB + rb) * 64 * 128 + 32 * s);
+          Wgmma64<T, TILE_M>::mma(d[rb], a, b);
+        }
+      }
+    wgmma_commit();
+  }
+
+  static SK_DEVICE void pin(float (&d)[RB][NACC]) {
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+  }
+
+  // The cp.async-fed main loop (every thread copies and multiplies).
+  static SK_DEVICE void main_loop_copy(const GemmParams& p, char* smem, const TileCoord& c, int trigger_at, int tid,
+                                       float (&d)[RB][NACC]) {
     const int nb = c.blocks();
-    const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
-
-    float d[RB][NACC];
-#pragma unroll
-    for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-      for (int r = 0; r < NACC; ++r) d[rb][r] = 0.f;
-
     auto issue = [&](int stage, int kb) {
       const bool live = kb < c.kb_end;  // past the end: still copy (zeros), so group counts stay uniform
       char* s = smem + stage * STAGE_BYTES;
@@ -93,7 +128,6 @@ struct WgmmaSplitK {
       copy_tile<TILE_M>(s + W_STAGE, p.x, p.ldx, c.m0, p.m, kb * TILE_K, p.k, live, tid);
       copy_commit();
     };
-
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s, c.kb_begin + s);
     for (int i = 0; i < nb; ++i) {
@@ -102,39 +136,95 @@ struct WgmmaSplitK {
       fence_proxy_async_smem();    // ... and are visible to the async proxy ...
       barrier();                   // ... for every thread; every warpgroup is done with block i-1
       issue((i + STAGES - 1) % STAGES, c.kb_begin + i + STAGES - 1);
-
-      const u32 w_s = smem_addr(smem + i % STAGES * STAGE_BYTES);
-      const u32 x_s = w_s + W_STAGE;
-#pragma unroll
-      for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
-      wgmma_fence();
-#pragma unroll
-      for (int h = 0; h < H; ++h)
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          const u64 b = wgmma_desc_sw128(x_s + h * TILE_M * 128 + 32 * s);
-#pragma unroll
-          for (int rb = 0; rb < RB; ++rb) {
-            const u64 a = wgmma_desc_sw128(w_s + h * TILE_N * 128 + (wg * RB + rb) * 64 * 128 + 32 * s);
-            Wgmma64<T, TILE_M>::mma(d[rb], a, b);
-          }
-        }
-      wgmma_commit();
-      wgmma_wait<0>();
-#pragma unroll
-      for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+      multiply(d, smem_addr(smem + i % STAGES * STAGE_BYTES), tid / 128);
+      wgmma_wait<0>();  // the stage is free before the next barrier releases its overwrite
+      pin(d);
     }
     copy_wait<0, 1>();
+  }
+
+  // The TMA-fed main loop: warp-specialised producer and consumers.
+  static SK_DEVICE void main_loop_tma(const TmaMaps& maps, char* smem, u64* full, u64* empty, const TileCoord& c,
+                                      int trigger_at, int tid, float (&d)[RB][NACC]) {
+    const int nb = c.blocks();
+    if (tid >= CONSUMERS) {  // the producer warp (all lanes keep the PDL trigger uniform)
+      const u64 w_policy = l2_evict_first(), x_policy = l2_evict_last();
+      for (int i = 0; i < nb; ++i) {
+        if (i == trigger_at) pdl_launch_dependents();
+        const int s = i % STAGES;
+        if (i >= STAGES) mbar_wait(empty + s, (u32)(i / STAGES - 1) & 1);
+        if (tid == CONSUMERS) {
+          char* st = smem + s * STAGE_BYTES;
+          const int k0 = (c.kb_begin + i) * TILE_K;
+          mbar_arrive_expect_tx(full + s, STAGE_BYTES);
+#pragma unroll
+          for (int h = 0; h < H; ++h) tma_load_2d(st + h * TILE_N * 128, &maps.w, k0 + 64 * h, c.n0, full + s, w_policy);
+#pragma unroll
+          for (int h = 0; h < H; ++h)
+            tma_load_2d(st + W_STAGE + h * TILE_M * 128, &maps.x, k0 + 64 * h, c.m0, full + s, x_policy);
+        }
+      }
+      return;
+    }
+    const int lane = tid % 32;
+    for (int i = 0; i < nb; ++i) {
+      if (i == trigger_at) pdl_launch_dependents();
+      const int s = i % STAGES;
+      mbar_wait(full + s, (u32)(i / STAGES) & 1);
+      multiply(d, smem_addr(smem + s * STAGE_BYTES), tid / 128);
+      wgmma_wait<1>();  // block i-1's MMAs are done: its stage may be refilled
+      pin(d);
+      if (i > 0 && lane == 0) mbar_arrive(empty + (i - 1) % STAGES);
+    }
+    wgmma_wait<0>();
+    pin(d);
+  }
+
+  static SK_DEVICE void run(const GemmParams& p, const TmaMaps* maps, char* smem_raw) {
+    char* const smem = smem_raw + ((ALIGN - smem_addr(smem_raw) % ALIGN) % ALIGN);
+    const int tid = thread_id();
+    const int wg = tid / 128, warp = tid / 32 % 4, lane = tid % 32;
+    const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
+    const int nb = c.blocks();
+    u64* const full = (u64*)(smem + BAR_OFFSET);
+    u64* const empty = full + STAGES;
+    if constexpr (TMA) {
+      if (tid == CONSUMERS) {
+        tensormap_prefetch(&maps->w);
+        tensormap_prefetch(&maps->x);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+          mbar_init(full + s, 1);            // the producer's arrive.expect_tx
+          mbar_init(empty + s, WG * 4);      // one arrival per consumer warp
+        }
+        mbar_init_fence();
+      }
+      barrier();
+    }
+    const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
+
+    float d[RB][NACC];
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int r = 0; r < NACC; ++r) d[rb][r] = 0.f;
+    if constexpr (TMA)
+      main_loop_tma(*maps, smem, full, empty, c, trigger_at, tid, d);
+    else
+      main_loop_copy(p, smem, c, trigger_at, tid, d);
     barrier();  // the ring is idle: its LDS may be reused
     if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
 
+    // Quad (rb, j) of consumer thread tid at index (rb * TILE_M/8 + j) * CONSUMERS + tid;
+    // the producer warp holds none but helps reduce.
+    const bool holder = tid < CONSUMERS;
     f32x4 acc[Q];
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
       for (int j = 0; j < TILE_M / 8; ++j)
         acc[rb * (TILE_M / 8) + j] = f32x4{d[rb][4 * j], d[rb][4 * j + 1], d[rb][4 * j + 2], d[rb][4 * j + 3]};
-    const u32 owned = Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, true, tid, THREADS, c, tid);
+    const u32 owned = Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, holder, tid, CONSUMERS, c, tid);
     if (!owned) return;
 
     // d[rb][4j + r] = D[16 warp + lane/4 + 8(r>>1)][8j + 2(lane%4) + (r&1)] of row block rb.
@@ -152,15 +242,24 @@ struct WgmmaSplitK {
   }
 };
 
-// One kernel entry point (instances generated by build.rs). The instance line's
-// warps are [1, 4 * WG, 1]: WN / 4 warpgroups.
+// Kernel entry points (instances generated by build.rs). The instance line's warps
+// are [1, 4 * WG, 1]: WN / 4 consumer warpgroups. The TMA instances take the
+// tensor maps as a second, __grid_constant__ parameter.
 #define SK_WGMMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)                            \
-  SK_KERNEL((WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL>::THREADS)) void NAME(GemmParams p) {     \
-    using K = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL>;                                      \
+  SK_KERNEL((WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL, false>::THREADS)) void NAME(GemmParams p) { \
+    using K = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL, false>;                                  \
     SK_LDS_DECL(smem, K::LDS_BYTES);                                                         \
-    K::run(p, smem);                                                                         \
+    K::run(p, nullptr, smem);                                                                \
+  }
+#define SK_WGMMA_TMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)                       \
+  SK_KERNEL((WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL, true>::THREADS))                       \
+  void NAME(GemmParams p, const SK_GRID_CONSTANT TmaMaps maps) {                               \
+    using K = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL, true>;                                 \
+    SK_LDS_DECL(smem, K::LDS_BYTES);                                                         \
+    K::run(p, &maps, smem);                                                                  \
   }
 
 #else
 #define SK_WGMMA_INSTANCE(NAME, ...) static_assert(false, "wgmma kernels are sm_90a only: " #NAME);
+#define SK_WGMMA_TMA_INSTANCE(NAME, ...) static_assert(false, "wgmma kernels are sm_90a only: " #NAME);
 #endif

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::gpu::{self, Arch, Backend, Context, DevPtr, DeviceInfo, Function, Runtime};
+use crate::gpu::{self, Arch, Backend, Context, DevPtr, DeviceInfo, Function, Runtime, TensorMap, Tile2d};
 use crate::kernels::{self, KernelEntry};
 use crate::route::{Problem, Reason};
 use crate::tuning::fallback::Fallback;
@@ -51,6 +51,29 @@ pub struct GemmParams {
     pub pdl_flags: i32,
 }
 const _: () = assert!(std::mem::size_of::<GemmParams>() == 112);
+
+/// The second kernel argument of TMA-fed kernels; mirrors `TmaMaps` in
+/// kernels/wgmma_gemm.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TmaMaps {
+    pub w: TensorMap,
+    pub x: TensorMap,
+}
+const _: () = assert!(std::mem::size_of::<TmaMaps>() == 256 && std::mem::align_of::<TmaMaps>() == 64);
+
+/// The tensor views a TMA-fed kernel with `c`'s tiles reads for `p`: W as N rows
+/// of K, X as M rows of K, in boxes of 64 k (one 128-B swizzle row) by the tile's
+/// rows. Rows and k past the matrix are zero-filled by the hardware.
+pub fn tma_tiles(c: &crate::tuning::schema::KernelConfig, p: &Problem) -> [Tile2d; 2] {
+    let (k, m, n) = (p.k as u64, p.m as u64, p.n as u64);
+    // One token row: its stride is never used, and ldx need not be 16-B aligned then.
+    let x_row_bytes = if p.m == 1 { k * 2 } else { p.ldx * 2 };
+    [
+        Tile2d { base: p.w, cols: k, rows: n, row_bytes: p.ldw * 2, box_cols: 64, box_rows: c.tile_n },
+        Tile2d { base: p.x, cols: k, rows: m, row_bytes: x_row_bytes, box_cols: 64, box_rows: c.tile_m },
+    ]
+}
 
 /// Everything loaded for one device.
 pub struct DeviceKernels {
@@ -359,10 +382,33 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
         params.prefetch_row_bytes = cfg.pdl_prefetch_row_bytes;
         params.pdl_flags = cfg.pdl_flags;
     }
-    let mut args = [&mut params as *mut GemmParams as *mut c_void];
+    let config = kernels::for_arch(dev.arch).kernels[plan.kernel].config;
+    let mut maps = if config.tma {
+        let [w, x] = tma_tiles(&config, p);
+        let encode = |t: &Tile2d| {
+            dev.rt.tensor_map_2d(t).map_err(|err| {
+                crate::log_error!("tensor map for {t:?}: {err}");
+                Reason::LaunchFailed
+            })
+        };
+        Some(TmaMaps { w: encode(&w)?, x: encode(&x)? })
+    } else {
+        None
+    };
     let f = dev.functions[plan.kernel];
     let cluster = plan.cluster.then_some([1, plan.split_k, 1]);
-    let mut r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, pdl) };
+    let mut go = |params: &mut GemmParams, pdl: bool| {
+        let mut args = [params as *mut GemmParams as *mut c_void, std::ptr::null_mut()];
+        let count = match maps.as_mut() {
+            Some(m) => {
+                args[1] = m as *mut TmaMaps as *mut c_void;
+                2
+            }
+            None => 1,
+        };
+        unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args[..count], cluster, pdl) }
+    };
+    let mut r = go(&mut params, pdl);
     if pdl && let Err(err) = &r {
         // A driver or capture mode that refuses the PDL attribute: plain stream order,
         // from now on (one failed launch, not one per call).
@@ -370,8 +416,7 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
         crate::config::set_pdl(false);
         params.prefetch_row_bytes = 0;
         params.pdl_flags = 0;
-        let mut args = [&mut params as *mut GemmParams as *mut c_void];
-        r = unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args, cluster, false) };
+        r = go(&mut params, false);
     }
     match r {
         Ok(()) => {
@@ -425,6 +470,24 @@ mod tests {
         assert_eq!(std::mem::offset_of!(GemmParams, split_k), 96);
         assert_eq!(std::mem::offset_of!(GemmParams, prefetch_row_bytes), 100);
         assert_eq!(std::mem::offset_of!(GemmParams, pdl_flags), 104);
+    }
+
+    /// The tensor views of a TMA-fed kernel: W by its rows of K with the tile's
+    /// weight rows per box, X by its token rows; a single token row gets a packed
+    /// stride (its ldx is never used, so it need not be 16-B aligned).
+    #[test]
+    fn tma_tiles_describe_both_operands() {
+        use crate::tuning::schema::{Family, KernelConfig};
+        let c = KernelConfig { family: Family::Wgmma, tile_m: 32, tile_n: 64, tile_k: 128, stages: 6, warps: [1, 4, 1], b_to_lds: true, cluster: true, tma: true };
+        let mut p = Problem::packed(crate::route::DType::Bf16, 48, 2880, 4096);
+        p.ldw = 4104;
+        p.ldx = 4112;
+        let [w, x] = tma_tiles(&c, &p);
+        assert_eq!(w, Tile2d { base: p.w, cols: 4096, rows: 2880, row_bytes: 8208, box_cols: 64, box_rows: 64 });
+        assert_eq!(x, Tile2d { base: p.x, cols: 4096, rows: 48, row_bytes: 8224, box_cols: 64, box_rows: 32 });
+        p.m = 1;
+        p.ldx = 4097;
+        assert_eq!(tma_tiles(&c, &p)[1].row_bytes, 8192);
     }
 
     /// A tuned "forward" with no real hipBLASLt to forward to (standalone, as in

@@ -273,6 +273,59 @@ SK_WGMMA_SHAPE(128, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,
 #undef SK_WGMMA_SHAPE
 #undef SK_WGMMA_TYPE
 #undef SK_F8
+
+// ---- tensor memory accelerator and transaction barriers (sm_90) ----
+// A CUtensorMap encoded on the host (cuTensorMapEncodeTiled), passed by value as a
+// __grid_constant__ kernel parameter so its address is a param-space address the
+// TMA unit reads (never a local copy).
+struct alignas(64) TensorMap {
+  u64 opaque[16];
+};
+#define SK_GRID_CONSTANT __attribute__((grid_constant))
+SK_DEVICE void tensormap_prefetch(const TensorMap* m) { asm volatile("prefetch.tensormap [%0];" :: "l"(m) : "memory"); }
+// mbarrier in shared memory: `count` arrivals plus the expected transaction bytes
+// complete a phase.
+SK_DEVICE void mbar_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (TMA) and the cluster.
+SK_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+SK_DEVICE void mbar_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(bar)) : "memory");
+}
+// One arrival that also announces `bytes` the phase must receive before completing.
+SK_DEVICE void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (try_wait suspends the
+// thread for a while in hardware; the loop covers its time limit).
+SK_DEVICE void mbar_wait(u64* bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+// L2 policy for a tensor load: weights are streamed once, activations re-read by
+// every weight tile.
+SK_DEVICE u64 l2_evict_first() {
+  u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+SK_DEVICE u64 l2_evict_last() {
+  u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+// Copies the box at element coordinates (c0 = inner, c1 = rows) of `map` into
+// shared memory at `dst` (laid out and swizzled as the map says; rows and columns
+// outside the tensor are zero-filled and still counted) and completes its bytes on `bar`.
+SK_DEVICE void tma_load_2d(void* dst, const TensorMap* map, int c0, int c1, u64* bar, u64 policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;"
+      :: "r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "l"(policy) : "memory");
+}
 #else
 constexpr bool HAS_WGMMA = false;
 #endif

@@ -6,7 +6,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, Module, Result, dl_table};
+use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, Module, Result, TensorMap, Tile2d, dl_table};
 
 pub type CuResult = c_int;
 pub type CuDevice = c_int;
@@ -66,7 +66,17 @@ dl_table!(CudaFns {
     cuEventSynchronize: fn(*mut c_void) -> CuResult;
     cuEventElapsedTime: fn(*mut f32, *mut c_void, *mut c_void) -> CuResult;
     cuEventDestroy_v2: fn(*mut c_void) -> CuResult;
+    cuTensorMapEncodeTiled: fn(*mut TensorMap, c_uint, c_uint, *mut c_void, *const u64, *const u64, *const u32, *const u32, c_uint, c_uint, c_uint, c_uint) -> CuResult;
 });
+
+// Tensor-map enums (cuda.h, CUtensorMap*): 16-bit elements (the copy moves bytes,
+// so one type serves bf16 and f16), no interleave, the 128-B swizzle wgmma reads,
+// 256-B L2 promotion, zero fill out of bounds.
+const TENSOR_MAP_UINT16: c_uint = 1;
+const TENSOR_MAP_INTERLEAVE_NONE: c_uint = 0;
+const TENSOR_MAP_SWIZZLE_128B: c_uint = 3;
+const TENSOR_MAP_L2_PROMOTION_256B: c_uint = 3;
+const TENSOR_MAP_OOB_FILL_ZERO: c_uint = 0;
 
 /// `CUlaunchAttribute`: id, padding to 8, a 64-byte value union.
 #[repr(C)]
@@ -289,6 +299,36 @@ impl Cuda {
                 cu!(self, cuLaunchKernelEx(&cfg, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
             }
         })
+    }
+}
+
+impl Cuda {
+    /// Encodes a tensor map for `t` (pure host work in the driver: no allocation,
+    /// no device access; the hot path calls it per launch).
+    pub fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap> {
+        let mut map = TensorMap([0; 16]);
+        let dims = [t.cols, t.rows];
+        let strides = [t.row_bytes];
+        let boxes = [t.box_cols, t.box_rows];
+        let steps = [1u32, 1];
+        cu!(
+            self,
+            cuTensorMapEncodeTiled(
+                &mut map,
+                TENSOR_MAP_UINT16,
+                2,
+                t.base as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                steps.as_ptr(),
+                TENSOR_MAP_INTERLEAVE_NONE,
+                TENSOR_MAP_SWIZZLE_128B,
+                TENSOR_MAP_L2_PROMOTION_256B,
+                TENSOR_MAP_OOB_FILL_ZERO
+            )
+        )?;
+        Ok(map)
     }
 }
 

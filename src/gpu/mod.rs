@@ -146,6 +146,25 @@ pub struct Function(pub *mut c_void);
 /// Device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevPtr(pub u64);
+/// A tensor map for the tensor memory accelerator (`CUtensorMap`, sm_90): 128 opaque
+/// bytes the driver encodes, passed by value as a kernel parameter.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct TensorMap(pub [u64; 16]);
+
+/// A tiled 2-D view of a row-major matrix of 16-bit elements, copied by boxes of
+/// `box_cols` x `box_rows` into the 128-B swizzled shared-memory layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile2d {
+    pub base: u64,
+    pub cols: u64,
+    pub rows: u64,
+    /// Bytes from one row to the next (a multiple of 16).
+    pub row_bytes: u64,
+    pub box_cols: u32,
+    pub box_rows: u32,
+}
+
 /// The device's context (CUDA) or ordinal (HIP), to make current around calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Context(pub *mut c_void, pub i32);
@@ -238,6 +257,13 @@ impl Runtime {
     }
     pub fn free(&self, ctx: Context, p: DevPtr) {
         dispatch!(self, r => r.free(ctx, p))
+    }
+    /// Encodes a tensor map (NVIDIA sm_90; HIP has none).
+    pub fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap> {
+        match self {
+            Runtime::Cuda(c) => c.tensor_map_2d(t),
+            Runtime::Hip(_) => Err("tensor maps are an sm_90 feature".into()),
+        }
     }
     /// Launches `f` on `stream` with the kernel-parameter pointers `params`, as a
     /// grid of thread-block clusters of `cluster` CTAs when given (NVIDIA sm_90 only),

@@ -289,7 +289,7 @@ mod tests {
             KernelConfig { tile_m: 48, ..c },                   // no such wgmma n in the prelude
             KernelConfig { tile_n: 96, ..c },                   // not 64 rows per warpgroup block
             KernelConfig { tile_n: 512, ..c },                  // > 2 blocks per warpgroup
-            KernelConfig { tile_k: 256, ..c },                  // > 2 swizzle atoms
+            KernelConfig { tile_k: 512, ..c },                  // > 4 swizzle atoms
             KernelConfig { warps: [1, 8, 2], ..c },             // no K slices
             KernelConfig { b_to_lds: false, ..c },              // A from shared memory only
             KernelConfig { stages: 16, ..c },                   // over 227 KiB
@@ -297,6 +297,17 @@ mod tests {
         for b in bad {
             assert!(b.check(&sm90).is_err(), "{b:?}");
         }
+        // The TMA feed: one producer warp more, two mbarriers per stage, its own
+        // name; the other families have no such feed.
+        let tma = KernelConfig { tma: true, ..c };
+        tma.check(&sm90).unwrap();
+        assert_eq!(tma.name(DType::Bf16), "skinnylt_wgmma_bf16_m64n128k64_s6_w1x8x1_lds_cl_tma");
+        assert_eq!(tma.threads(&sm90), 288);
+        assert_eq!(tma.lds_bytes(&sm90), c.lds_bytes(&sm90) + 6 * 16);
+        assert_eq!(tma.family.instance_macro(tma.tma), "SK_WGMMA_TMA_INSTANCE");
+        let dense = KernelConfig { family: Family::Splitk, warps: [1, 4, 1], tile_n: 64, ..tma };
+        assert!(dense.check(&sm90).is_err());
+        assert!(KernelConfig { tma: false, ..dense }.check(&sm90).is_ok());
         // The fallback never picks the family, even for M = 128 where its tiles fit.
         let fb = crate::tuning::fallback::Fallback::for_arch(Arch::Sm90);
         for m in [16, 32, 64, 128] {

@@ -53,12 +53,13 @@ impl Family {
             Family::Wgmma => "wgmma",
         }
     }
-    /// The instance macro of kernels/<family>_gemm.h.
-    pub fn instance_macro(self) -> &'static str {
-        match self {
-            Family::Splitk => "SK_SPLITK_INSTANCE",
-            Family::Vdmfma => "SK_VDMFMA_INSTANCE",
-            Family::Wgmma => "SK_WGMMA_INSTANCE",
+    /// The instance macro of kernels/<family>_gemm.h (`tma`: the TMA-fed variant).
+    pub fn instance_macro(self, tma: bool) -> &'static str {
+        match (self, tma) {
+            (Family::Splitk, _) => "SK_SPLITK_INSTANCE",
+            (Family::Vdmfma, _) => "SK_VDMFMA_INSTANCE",
+            (Family::Wgmma, false) => "SK_WGMMA_INSTANCE",
+            (Family::Wgmma, true) => "SK_WGMMA_TMA_INSTANCE",
         }
     }
     /// The matrix atom of the family on a target: (weight rows, tokens, k per step);
@@ -94,6 +95,10 @@ pub struct KernelConfig {
     /// memory (sm_90 only; split_k <= MAX_CLUSTER_SPLIT) instead of global slots.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster: bool,
+    /// The ring is fed by the tensor memory accelerator from tensor maps encoded at
+    /// launch, with one extra producer warp (wgmma family only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tma: bool,
 }
 
 /// Largest thread-block cluster on sm_90 (16 is "non-portable": it may not fit
@@ -130,12 +135,14 @@ impl KernelConfig {
     pub fn waves(&self) -> u32 {
         self.warps.iter().product()
     }
+    /// Threads per CTA: the waves, plus the producer warp of a TMA-fed kernel.
     pub fn threads(&self, t: &TargetFacts) -> u32 {
-        self.waves() * t.wave
+        (self.waves() + u32::from(self.tma)) * t.wave
     }
     /// LDS bytes the kernel uses: SplitK::LDS_BYTES in splitk_gemm.h (both
     /// mma.sync families, whose atoms leave 4 outputs per lane), WgmmaSplitK::LDS_BYTES
-    /// in wgmma_gemm.h (no K-slice reduction; 1 KiB to align the swizzle atoms).
+    /// in wgmma_gemm.h (no K-slice reduction; two mbarriers per stage with TMA; 1 KiB
+    /// to align the swizzle atoms).
     pub fn lds_bytes(&self, t: &TargetFacts) -> u32 {
         let row = self.tile_k * 2;
         let w = if self.b_to_lds { self.tile_n * row } else { 0 };
@@ -143,7 +150,7 @@ impl KernelConfig {
         let e4 = self.tile_m * self.tile_n / 4;
         let combine = (self.threads(t) / e4).max(1) * e4 * 16; // SplitCombine::LDS_BYTES
         if self.family == Family::Wgmma {
-            return pipe.max(combine) + 16 + 1024;
+            return pipe.max(combine) + 16 + if self.tma { 16 * self.stages } else { 0 } + 1024;
         }
         let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
         pipe.max(red).max(combine) + 16
@@ -164,6 +171,7 @@ impl KernelConfig {
             wk,
             if self.b_to_lds { "lds" } else { "reg" }
         ) + if self.cluster { "_cl" } else { "" }
+            + if self.tma { "_tma" } else { "" }
     }
     /// The static rules of splitk_gemm.h (and vdmfma_gemm.h) for a target, so a bad
     /// tuning entry fails the build with a message instead of a compiler error.
@@ -176,6 +184,9 @@ impl KernelConfig {
         }
         if self.family == Family::Wgmma {
             return self.check_wgmma(t);
+        }
+        if self.tma {
+            return err("only the wgmma family has a TMA feed");
         }
         if !self.tile_n.is_multiple_of(rows * wn) {
             return err(&format!("tile_n must be a multiple of {rows} (the atom's weight rows) * warps_n"));
@@ -238,8 +249,8 @@ impl KernelConfig {
         if ![16, 32, 64, 128].contains(&self.tile_m) {
             return err("tile_m must be 16, 32, 64 or 128 (a wgmma n the prelude defines)");
         }
-        if ![64, 128].contains(&self.tile_k) {
-            return err("tile_k must be 64 or 128 (one or two 128-B swizzle atoms)");
+        if ![64, 128, 256].contains(&self.tile_k) {
+            return err("tile_k must be 64, 128 or 256 (1, 2 or 4 128-B swizzle atoms)");
         }
         if self.stages < 2 {
             return err("stages >= 2");

@@ -39,6 +39,10 @@ pub struct Args {
     /// Print every candidate's time.
     #[arg(long)]
     pub verbose: bool,
+    /// Only candidates whose kernel name contains this text (e.g. "tma"), for
+    /// experiments written with --out to a scratch file.
+    #[arg(long)]
+    pub kernel_filter: Option<String>,
     /// No GPU: write the hardware-aware model's choice for every shape of this arch
     /// (gfx942, gfx950, sm90), each entry marked "source": "model".
     #[arg(long)]
@@ -140,6 +144,9 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         let mut rejected = 0;
         'outer: for (ki, ke) in kernels::for_arch(arch).kernels.iter().enumerate() {
             if ke.dtype != dtype || ke.config.tile_m > sh.m.next_power_of_two().max(8) {
+                continue;
+            }
+            if a.kernel_filter.as_deref().is_some_and(|f| !ke.name.contains(f)) {
                 continue;
             }
             let nkb = sh.k.div_ceil(ke.config.tile_k);
