@@ -316,11 +316,20 @@ pub fn run(handle: usize, p: &Problem, workspace: u64, workspace_size: usize, st
 /// measures candidates the tuning table does not name yet). Same launch path.
 pub fn run_choice(handle: usize, p: &Problem, choice: Choice, workspace: u64, workspace_size: usize, stream: *mut c_void) -> Result<(), Reason> {
     with_engine(handle, |e| {
-        let dev = &e.dev;
-        let forced = Tuning::single(p, choice);
-        let plan = plan(dev.arch, dev.info.units, &forced, &dev.fallback, dev.rt.backend() == Backend::Cuda, e.own_lane_bytes, p)?;
+        let plan = plan_forced(e, p, choice)?;
         launch(e, &plan, p, workspace, workspace_size, stream)
     })
+}
+
+/// What `run_choice` would launch: the split-K factor may come out smaller than
+/// asked (partials capacity, cluster limit), so `tune` times each launch once.
+pub fn plan_choice(handle: usize, p: &Problem, choice: Choice) -> Result<Plan, Reason> {
+    with_engine(handle, |e| plan_forced(e, p, choice))
+}
+
+fn plan_forced(e: &Engine, p: &Problem, choice: Choice) -> Result<Plan, Reason> {
+    let dev = &e.dev;
+    plan(dev.arch, dev.info.units, &Tuning::single(p, choice), &dev.fallback, dev.rt.backend() == Backend::Cuda, e.own_lane_bytes, p)
 }
 
 fn with_engine<R>(handle: usize, f: impl FnOnce(&Engine) -> Result<R, Reason>) -> Result<R, Reason> {

@@ -151,10 +151,19 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             }
             let nkb = sh.k.div_ceil(ke.config.tile_k);
             let cap = if ke.config.cluster { skinnylt::tuning::schema::MAX_CLUSTER_SPLIT } else { u32::MAX };
-            for &split in SPLITS.iter().filter(|&&sp| (sp == 1 || nkb / sp >= MIN_BLOCKS) && sp <= cap) {
+            let mut timed_splits: Vec<u32> = Vec::new();
+            for &asked in SPLITS.iter().filter(|&&sp| (sp == 1 || nkb / sp >= MIN_BLOCKS) && sp <= cap) {
                 if t0.elapsed().as_secs_f64() > a.budget {
                     break 'outer;
                 }
+                // The launch plan may cap the split (partials capacity): time each
+                // distinct launch once, and record the split that really runs.
+                let Ok(plan) = engine::plan_choice(h.0 as usize, &problem(0), Choice::Run { kernel: ki, split_k: asked }) else { continue };
+                let split = plan.split_k;
+                if timed_splits.contains(&split) {
+                    continue;
+                }
+                timed_splits.push(split);
                 let choice = Choice::Run { kernel: ki, split_k: split };
                 // Correctness first: one eager run on poisoned output.
                 cu.memset16(yb[0].1, 0xffff, m * n)?;
