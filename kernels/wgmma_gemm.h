@@ -92,11 +92,16 @@ struct WgmmaSplitK {
     }
   }
 
+  // Pins the accumulators around the asynchronous MMAs (prelude: wgmma_fence_operands).
+  static SK_DEVICE void pin(float (&d)[RB][NACC]) {
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+  }
+
   // The MMAs of one K block from the ring stage at `w_s` (shared address) into d.
   static SK_DEVICE void multiply(float (&d)[RB][NACC], u32 w_s, int wg) {
     const u32 x_s = w_s + W_STAGE;
-#pragma unroll
-    for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
+    pin(d);
     wgmma_fence();
 #pragma unroll
     for (int h = 0; h < H; ++h)
@@ -110,11 +115,6 @@ struct WgmmaSplitK {
         }
       }
     wgmma_commit();
-  }
-
-  static SK_DEVICE void pin(float (&d)[RB][NACC]) {
-#pragma unroll
-    for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
   }
 
   // The cp.async-fed main loop (every thread copies and multiplies).
