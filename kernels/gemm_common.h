@@ -5,6 +5,14 @@
 #pragma once
 #include "prelude/prelude.h"
 
+// Timing hook: a probe that includes these headers may define SK_TRACE(point) to
+// record per-CTA timestamps at the phase boundaries (0 start, 1 prologue done,
+// 2 first stage landed, 3 main loop done, 4 partials staged / combined, 6 every
+// split's partial available, 5 stored). The library's own builds leave it empty.
+#ifndef SK_TRACE
+#define SK_TRACE(point)
+#endif
+
 // Kernel arguments, passed by value (layout mirrored by `GemmParams` in Rust).
 struct GemmParams {
   const u16* w;      // W(n, k) at w[n * ldw + k]
@@ -82,8 +90,16 @@ SK_DEVICE int pdl_prologue(const GemmParams& p, const TileCoord& c, int tid) {
 // and graph-safe. The tile's fp32 values are E4 float4 "quads"; a family hands in,
 // per thread, Q quads and where they sit (quad q at index base + q * stride), and
 // threads that hold none (holder false) still help reduce.
-//  * CLUSTER: the S splits are one thread-block cluster (cluster dims (1, S, 1)).
-//    Each CTA leaves its partial in its own LDS; the values are then totalled in
+//  * CLUSTER, push (when rank 0's LDS holds S-1 partials): the S splits are one
+//    thread-block cluster (cluster dims (1, S, 1)). Rank 0, once done with its LDS,
+//    tells every peer (a remote arrival on the peer's "go" barrier); each peer then
+//    writes its partial into rank 0's LDS with asynchronous remote stores that
+//    complete on rank 0's "receive" barrier, and exits. Rank 0 adds its own partial
+//    and the received ones in rank order and stores. Two one-way hops instead of two
+//    cluster barriers (about 0.5 us each on the H100): the combine of an 8 x 16 tile
+//    went from about 1.5 us to 0.5-0.85 us (docs/notes, session 5). `begin` initialises the two
+//    barriers and arrives on the cluster barrier that makes them visible.
+//  * CLUSTER, pull (larger partials): each CTA leaves its partial in its own LDS; the values are then totalled in
 //    rank order 0..S-1 through distributed shared memory. Small tiles (no more
 //    quads than threads): rank 0 sums and stores everything, one round of loads.
 //    Larger tiles: a reduce-scatter — the value a thread holds as quad q is totalled
@@ -105,13 +121,60 @@ struct SplitCombine {
   static constexpr int CHUNKS = THREADS >= E4 ? THREADS / E4 : 1;
   static constexpr int LDS_BYTES = CHUNKS * E4 * 16;  // >= the cluster path's E4 * 16
   static_assert(Q <= 32, "the owned-quad mask is 32 bits");
+  static_assert(THREADS >= MAX_CLUSTER, "one thread per peer releases it");
   static constexpr u32 ALL = Q == 32 ? ~0u : (1u << Q) - 1;
   static constexpr bool SCATTER = E4 > THREADS;
 
+  // Whether rank 0's first `region` bytes of LDS hold the other S-1 partials.
+  static SK_DEVICE bool push(int S, int region) { return (S - 1) * E4 * 16 <= region; }
+
+  // Before the main loop (every thread): the push path's barriers, in the 16 bytes at
+  // `flag`, and the first half of the cluster barrier that publishes them.
+  static SK_DEVICE void begin(const GemmParams& p, u32* flag, int tid) {
+    if (!CLUSTER || p.split_k <= 1) return;
+    if (tid == 0) {
+      mbar_init((u64*)flag, 1);      // "go": rank 0's remote arrival
+      mbar_init((u64*)flag + 1, 1);  // "receive": rank 0's expect_tx, then the peers' bytes
+      mbar_init_fence();
+    }
+    cluster_arrive_relaxed();
+  }
+
   static SK_DEVICE u32 run(const GemmParams& p, char* smem, u32* flag, f32x4 (&acc)[Q], bool holder, int base,
-                            int stride, const TileCoord& c, int tid) {
+                            int stride, const TileCoord& c, int tid, int region) {
     const int S = p.split_k;
     if (S <= 1) return holder ? ALL : 0;
+    if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
+    if (CLUSTER && push(S, region)) {
+      u64* const go = (u64*)flag;
+      u64* const received = go + 1;
+      f32x4* const slots = (f32x4*)smem;  // rank 0: [S-1][E4] partials of ranks 1..S-1
+      const u32 rank = cluster_rank();
+      if (rank != 0) {
+        mbar_wait_cluster(go, 0);  // rank 0 is done with its LDS
+        if (holder) {
+#pragma unroll
+          for (int q = 0; q < Q; ++q) store16_remote_async(slots + (rank - 1) * E4 + base + q * stride, 0, acc[q], received);
+        }
+        SK_TRACE(6);
+        return 0;
+      }
+      if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * E4 * 16));
+      barrier();  // whatever the family did with LDS before has finished
+      // Thread r releases peer r: a cluster-scope release costs about 0.5 us on the
+      // H100, so the S-1 of them run in parallel, not one after another.
+      if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
+      mbar_wait_cluster(received, 0);
+      SK_TRACE(6);
+      if (!holder) return 0;
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        f32x4 total = acc[q];
+        for (int r = 1; r < S; ++r) total += slots[(r - 1) * E4 + base + q * stride];
+        acc[q] = total;
+      }
+      return ALL;
+    }
     if (CLUSTER) {
       f32x4* const mine = (f32x4*)smem;
       barrier();  // whatever the family did with LDS before has finished
@@ -120,6 +183,7 @@ struct SplitCombine {
         for (int q = 0; q < Q; ++q) mine[base + q * stride] = acc[q];
       }
       cluster_sync();
+      SK_TRACE(6);
       const int rank = (int)cluster_rank();
       u32 owned = 0;
       if (holder) {
@@ -196,3 +260,195 @@ SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v) {
     p.y[(i64)t * p.ldy + n] = from_f32(T{}, v);
   }
 }
+
+// The inter-CTA split-K combine and the epilogue of a tile staged in shared memory
+// as fp32 token rows (Y's layout: [TILE_M][TILE_N + 4], the pad spreads a wgmma
+// fragment store's four token rows over distinct banks). Everything after the
+// staging is a rolled loop over 8-output chunks (two float4, one 16-B store of
+// Y): an unrolled per-fragment combine and epilogue is code every CTA runs once,
+// cold, and measured 1-2 us (epilogue) and 3-5 us (cluster combine) per CTA of a
+// 64 x 128 tile on the H100 (docs/notes, session 5).
+//  * CLUSTER: the S splits are one cluster; rank r combines and stores chunks
+//    [r*CHUNKS/S, (r+1)*CHUNKS/S), summing the ranks' stages in order 0..S-1.
+//    Push (when the receive slots fit beside the stage): every rank, once its ring
+//    is idle, releases its peers (remote arrivals on their "go" barriers, in
+//    parallel); then it writes each peer's slice of its stage into that peer's
+//    receive slots with asynchronous remote stores completing on the peer's
+//    "receive" barrier, waits for its own slice from everyone and exits: no
+//    cluster barrier at the end (see SplitCombine). Measured the same as one bulk
+//    copy per peer, which would also need a barrier at the end to keep the source
+//    alive. Pull otherwise: read the slice from every rank's stage through
+//    distributed shared memory between two cluster barriers.
+//  * otherwise: each CTA copies its stage to its global slot; the last to arrive
+//    sums the slots in order 0..S-1, stores, and resets the tile's counter.
+// The association depends only on S: bitwise reproducible.
+template <typename T, int THREADS, int TILE_M, int TILE_N, bool CLUSTER>
+struct StagedTile {
+  static constexpr int LD = TILE_N + 4;  // floats per staged token row
+  static constexpr int LDS_BYTES = TILE_M * LD * 4;  // mirrored by KernelConfig::lds_bytes
+  static constexpr int CHUNKS = TILE_M * TILE_N / 8;
+  static constexpr int SLOT = TILE_M * TILE_N;  // floats per split-K slot, chunk-major
+  static_assert(TILE_N % 8 == 0, "whole chunks per row");
+  static_assert(THREADS >= MAX_CLUSTER, "one thread per peer releases it");
+
+  // Push path: the other ranks' parts of this rank's slice, [S-1][slice] chunks
+  // after the stage.
+  static constexpr int RECV_OFFSET = LDS_BYTES;
+  static SK_DEVICE int slice_begin(int rank, int S) { return rank * CHUNKS / S; }
+  static SK_DEVICE bool push(int S, int region) { return RECV_OFFSET + (S - 1) * ceil_div(CHUNKS, S) * 32 <= region; }
+
+  // Before the main loop (every thread): the push path's barriers, in the 16 bytes
+  // at `flag`, and the first half of the cluster barrier that publishes them.
+  static SK_DEVICE void begin(const GemmParams& p, u32* flag, int tid) {
+    if (!CLUSTER || p.split_k <= 1) return;
+    if (tid == 0) {
+      mbar_init((u64*)flag, (u32)(p.split_k - 1));  // "go": one remote arrival per peer
+      mbar_init((u64*)flag + 1, 1);                 // "receive": our expect_tx, then the peers' bytes
+      mbar_init_fence();
+    }
+    cluster_arrive_relaxed();
+  }
+
+  static SK_DEVICE float* at(char* smem, int t, int n) { return (float*)smem + t * LD + n; }
+  static SK_DEVICE float* chunk(char* smem, int ch) { return at(smem, ch / (TILE_N / 8), ch % (TILE_N / 8) * 8); }
+
+  // Eight outputs of token row t, columns [n, n+8) of the tile: alpha, bias,
+  // convert, one 16-B store where Y and bias allow it, else masked scalar stores.
+  static SK_DEVICE void store_chunk(const GemmParams& p, const TileCoord& c, int ch, f32x4 lo, f32x4 hi) {
+    const int t = c.m0 + ch / (TILE_N / 8), n = c.n0 + ch % (TILE_N / 8) * 8;
+    if (t >= p.m || n >= p.n) return;
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias) & 15) == 0;
+    if (!vec) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (n + e < p.n) store_output<T>(p, n + e, t, v[e]);
+      return;
+    }
+    u32x4 b = {0, 0, 0, 0};
+    if (p.bias) b = *(const u32x4*)(p.bias + n);
+    const u32 bw[4] = {b.x, b.y, b.z, b.w};
+    u32 out[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float a0 = v[2 * e] * p.alpha, a1 = v[2 * e + 1] * p.alpha;
+      if (p.bias) {
+        a0 += to_f32(T{}, (u16)(bw[e] & 0xffff));
+        a1 += to_f32(T{}, (u16)(bw[e] >> 16));
+      }
+      out[e] = (u32)from_f32(T{}, a0) | (u32)from_f32(T{}, a1) << 16;
+    }
+    *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
+  }
+
+  // The push path of the cluster combine (see above).
+  static SK_DEVICE void push_combine(const GemmParams& p, char* smem, u32* flag, const TileCoord& c, int tid) {
+    const int S = p.split_k, rank = (int)cluster_rank(), slice = ceil_div(CHUNKS, S);
+    u64* const go = (u64*)flag;
+    u64* const received = go + 1;
+    char* const recv = smem + RECV_OFFSET;
+    const int lo = slice_begin(rank, S), hi = slice_begin(rank + 1, S);
+    if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * (hi - lo) * 32));
+    // Our ring is idle (the caller's barrier): peers may write our receive slots.
+    // A cluster-scope release costs about 0.5 us on the H100: S-1 threads, in parallel.
+    if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)((rank + tid) % S));
+    mbar_wait_cluster(go, 0);  // every peer's receive slots are free
+    for (int t = 1; t < S; ++t) {
+      const int q = (rank + t) % S, q_lo = slice_begin(q, S), q_hi = slice_begin(q + 1, S);
+      char* const slot = recv + (rank < q ? rank : rank - 1) * slice * 32;
+      for (int ch = q_lo + tid; ch < q_hi; ch += THREADS) {
+        const f32x4* v = (const f32x4*)chunk(smem, ch);
+        store16_remote_async(slot + (ch - q_lo) * 32, (u32)q, v[0], received);
+        store16_remote_async(slot + (ch - q_lo) * 32 + 16, (u32)q, v[1], received);
+      }
+    }
+    mbar_wait_cluster(received, 0);  // our slice from every peer
+    SK_TRACE(6);
+    for (int ch = lo + tid; ch < hi; ch += THREADS) {
+      f32x4 a = {0.f, 0.f, 0.f, 0.f}, b = a;
+      for (int r = 0; r < S; ++r) {
+        const f32x4* v = r == rank ? (const f32x4*)chunk(smem, ch)
+                                   : (const f32x4*)(recv + ((r < rank ? r : r - 1) * slice + ch - lo) * 32);
+        a += v[0];
+        b += v[1];
+      }
+      store_chunk(p, c, ch, a, b);
+    }
+  }
+
+  // Call after every thread has staged its values and a barrier; `region` bytes of
+  // LDS from `smem` are free (the idle ring).
+  static SK_DEVICE void finish(const GemmParams& p, char* smem, u32* flag, const TileCoord& c, int tid, int region) {
+    const int S = p.split_k;
+    if (S <= 1) {
+      for (int ch = tid; ch < CHUNKS; ch += THREADS) {
+        const f32x4* v = (const f32x4*)chunk(smem, ch);
+        store_chunk(p, c, ch, v[0], v[1]);
+      }
+      return;
+    }
+    if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
+    if (CLUSTER && push(S, region)) {
+      push_combine(p, smem, flag, c, tid);
+      return;
+    }
+    if (CLUSTER) {
+      cluster_sync();  // every rank's stage is written
+      SK_TRACE(6);
+      const int rank = (int)cluster_rank();
+      const int lo = rank * CHUNKS / S, hi = (rank + 1) * CHUNKS / S;
+      for (int ch = lo + tid; ch < hi; ch += THREADS) {
+        const float* v = chunk(smem, ch);
+        f32x4 a = {0.f, 0.f, 0.f, 0.f}, b = a;
+        constexpr int BATCH = 4;  // remote loads in flight per thread
+        for (int r0 = 0; r0 < S; r0 += BATCH) {
+          f32x4 va[BATCH], vb[BATCH];
+#pragma unroll
+          for (int i = 0; i < BATCH; ++i) {
+            va[i] = r0 + i < S ? cluster_load16(v, (u32)(r0 + i)) : f32x4{0.f, 0.f, 0.f, 0.f};
+            vb[i] = r0 + i < S ? cluster_load16(v + 4, (u32)(r0 + i)) : f32x4{0.f, 0.f, 0.f, 0.f};
+          }
+#pragma unroll
+          for (int i = 0; i < BATCH; ++i)
+            if (r0 + i < S) {
+              a += va[i];
+              b += vb[i];
+            }
+        }
+        store_chunk(p, c, ch, a, b);
+      }
+      cluster_sync();  // keep every stage alive until all ranks have read it
+      return;
+    }
+    float* const slots = p.partials + (i64)c.tile * S * SLOT;
+    float* const mine = slots + (i64)c.split * SLOT;
+    for (int ch = tid; ch < CHUNKS; ch += THREADS) {
+      const f32x4* v = (const f32x4*)chunk(smem, ch);
+      store_partial(mine + ch * 8, v[0]);
+      store_partial(mine + ch * 8 + 4, v[1]);
+    }
+    if (!arrive_last(p.counters + c.tile, (u32)S, tid, flag)) return;
+    SK_TRACE(6);
+    for (int ch = tid; ch < CHUNKS; ch += THREADS) {
+      f32x4 a = {0.f, 0.f, 0.f, 0.f}, b = a;
+      constexpr int BATCH = 4;  // loads in flight per thread
+      for (int s0 = 0; s0 < S; s0 += BATCH) {
+        f32x4 va[BATCH], vb[BATCH];
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+          const float* src = slots + (i64)(s0 + i) * SLOT + ch * 8;
+          va[i] = s0 + i < S ? load_partial(src) : f32x4{0.f, 0.f, 0.f, 0.f};
+          vb[i] = s0 + i < S ? load_partial(src + 4) : f32x4{0.f, 0.f, 0.f, 0.f};
+        }
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i)
+          if (s0 + i < S) {
+            a += va[i];
+            b += vb[i];
+          }
+      }
+      store_chunk(p, c, ch, a, b);
+    }
+    if (tid == 0) atomic_store_device(p.counters + c.tile, 0u);  // ready for the next launch / replay
+  }
+};

@@ -25,9 +25,8 @@
 //    on its "full" mbarrier. The consumer warpgroups wait on "full", multiply,
 //    keep one MMA group in flight (wait_group 1) and release the previous stage.
 //    Bytes in flight are bounded by the ring alone, not by issuing threads.
-// Split-K, PDL and the epilogue are gemm_common.h's, shared with family A; the
-// fp32 fragment is handed to the combine as float4 quads: quad (rb, j) of thread
-// consumer thread tid at index (rb * TILE_M/8 + j) * CONSUMERS + tid.
+// Split-K and PDL are gemm_common.h's, shared with family A; the accumulators are
+// staged in LDS as fp32 token rows for the combine and the epilogue (StagedTile).
 #pragma once
 #include "gemm_common.h"
 
@@ -46,13 +45,12 @@ struct WgmmaSplitK {
   static constexpr int RB = TILE_N / (64 * WG);  // m64 row blocks per warpgroup
   static constexpr int H = TILE_K / 64;          // 128-B swizzle sub-tiles along k
   static constexpr int NACC = TILE_M / 2;        // accumulators per row block per thread
-  static constexpr int Q = RB * TILE_M / 8;      // float4 quads per thread
   static constexpr int W_STAGE = TILE_N * TILE_K * 2;
   static constexpr int X_STAGE = TILE_M * TILE_K * 2;
   static constexpr int STAGE_BYTES = W_STAGE + X_STAGE;
   static constexpr int PIPE_BYTES = STAGES * STAGE_BYTES;
-  using Combine = SplitCombine<THREADS, TILE_M * TILE_N, Q, CLUSTER>;
-  static constexpr int FLAG_OFFSET = PIPE_BYTES > Combine::LDS_BYTES ? PIPE_BYTES : Combine::LDS_BYTES;
+  using Tile = StagedTile<T, THREADS, TILE_M, TILE_N, CLUSTER>;
+  static constexpr int FLAG_OFFSET = PIPE_BYTES > Tile::LDS_BYTES ? PIPE_BYTES : Tile::LDS_BYTES;
   // TMA: "full" and "empty" mbarriers per stage, after the combine's flag.
   static constexpr int BAR_OFFSET = FLAG_OFFSET + 16;
   static constexpr int BAR_BYTES = TMA ? STAGES * 16 : 0;
@@ -171,6 +169,7 @@ struct WgmmaSplitK {
       if (i == trigger_at) pdl_launch_dependents();
       const int s = i % STAGES;
       mbar_wait(full + s, (u32)(i / STAGES) & 1);
+      if (i == 0) SK_TRACE(2);
       multiply(d, smem_addr(smem + s * STAGE_BYTES), tid / 128);
       wgmma_wait<1>();  // block i-1's MMAs are done: its stage may be refilled
       pin(d);
@@ -181,6 +180,7 @@ struct WgmmaSplitK {
   }
 
   static SK_DEVICE void run(const GemmParams& p, const TmaMaps* maps, char* smem_raw) {
+    SK_TRACE(0);
     char* const smem = smem_raw + ((ALIGN - smem_addr(smem_raw) % ALIGN) % ALIGN);
     const int tid = thread_id();
     const int wg = tid / 128, warp = tid / 32 % 4, lane = tid % 32;
@@ -202,6 +202,8 @@ struct WgmmaSplitK {
       barrier();
     }
     const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
+    Tile::begin(p, (u32*)(smem + FLAG_OFFSET), tid);
+    SK_TRACE(1);
 
     float d[RB][NACC];
 #pragma unroll
@@ -213,32 +215,25 @@ struct WgmmaSplitK {
     else
       main_loop_copy(p, smem, c, trigger_at, tid, d);
     barrier();  // the ring is idle: its LDS may be reused
+    SK_TRACE(3);
     if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
 
-    // Quad (rb, j) of consumer thread tid at index (rb * TILE_M/8 + j) * CONSUMERS + tid;
-    // the producer warp holds none but helps reduce.
-    const bool holder = tid < CONSUMERS;
-    f32x4 acc[Q];
+    // Stage the tile as fp32 token rows: d[rb][4j + r] = D[16 warp + lane/4 + 8(r>>1)][8j + 2(lane%4) + (r&1)]
+    // of row block rb (weight row, token).
+    if (tid < CONSUMERS) {
 #pragma unroll
-    for (int rb = 0; rb < RB; ++rb)
+      for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-      for (int j = 0; j < TILE_M / 8; ++j)
-        acc[rb * (TILE_M / 8) + j] = f32x4{d[rb][4 * j], d[rb][4 * j + 1], d[rb][4 * j + 2], d[rb][4 * j + 3]};
-    const u32 owned = Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, holder, tid, CONSUMERS, c, tid);
-    if (!owned) return;
-
-    // d[rb][4j + r] = D[16 warp + lane/4 + 8(r>>1)][8j + 2(lane%4) + (r&1)] of row block rb.
+        for (int j = 0; j < TILE_M / 8; ++j)
 #pragma unroll
-    for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-      for (int j = 0; j < TILE_M / 8; ++j)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          if (!(owned >> (rb * (TILE_M / 8) + j) & 1)) continue;
-          const int n = c.n0 + (wg * RB + rb) * 64 + 16 * warp + lane / 4 + 8 * (r >> 1);
-          const int t = c.m0 + 8 * j + 2 * (lane % 4) + (r & 1);
-          store_output<T>(p, n, t, acc[rb * (TILE_M / 8) + j][r]);
-        }
+          for (int r = 0; r < 4; ++r)
+            *Tile::at(smem, 8 * j + 2 * (lane % 4) + (r & 1), (wg * RB + rb) * 64 + 16 * warp + lane / 4 + 8 * (r >> 1)) =
+                d[rb][4 * j + r];
+    }
+    barrier();
+    SK_TRACE(4);
+    Tile::finish(p, smem, (u32*)(smem + FLAG_OFFSET), c, tid, FLAG_OFFSET);
+    SK_TRACE(5);
   }
 };
 

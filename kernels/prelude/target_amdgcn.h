@@ -66,12 +66,7 @@ SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
 SK_DEVICE void pdl_launch_dependents() {}
 SK_DEVICE void pdl_wait() {}
 SK_DEVICE void prefetch_l2(const void*, u32) {}
-// No thread-block clusters: split-K always combines through global memory.
-constexpr bool HAS_CLUSTERS = false;
-constexpr int MAX_CLUSTER = 1;
-SK_DEVICE u32 cluster_rank() { return 0; }
-SK_DEVICE void cluster_sync() {}
-SK_DEVICE f32x4 cluster_load16(const void* local, u32) { return *(const f32x4*)local; }
+#include "no_clusters.h"
 // Split-K arrival. Every thread releases its own slot writes (vmcnt, and so the
 // wait in the release sequence, is per wave), the CTA barrier gathers them, one
 // agent-scope atomic counts the arrival, and in the last CTA every thread

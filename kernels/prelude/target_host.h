@@ -108,12 +108,7 @@ SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v
 SK_DEVICE void pdl_launch_dependents() {}
 SK_DEVICE void pdl_wait() {}
 SK_DEVICE void prefetch_l2(const void*, u32) {}
-// No thread-block clusters on AMD: the kernels' cluster path is never instantiated.
-constexpr bool HAS_CLUSTERS = false;
-constexpr int MAX_CLUSTER = 1;
-SK_DEVICE u32 cluster_rank() { return 0; }
-SK_DEVICE void cluster_sync() {}
-SK_DEVICE f32x4 cluster_load16(const void* local, u32) { return *(const f32x4*)local; }
+#include "no_clusters.h"
 // Split-K arrival: the same sequence as target_amdgcn.h (checked by emu/).
 SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
   fence_release_device();

@@ -121,6 +121,60 @@ SK_DEVICE void store_partial(float* p, f32x4 v) {
   asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 
+// ---- transaction barriers (sm_90): TMA stages and the cluster combine's hand-offs ----
+// mbarrier in shared memory: `count` arrivals plus the expected transaction bytes
+// complete a phase.
+SK_DEVICE void mbar_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (TMA) and the cluster.
+SK_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+SK_DEVICE void mbar_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(bar)) : "memory");
+}
+// One arrival that also announces `bytes` the phase must receive before completing.
+SK_DEVICE void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (try_wait suspends the
+// thread for a while in hardware; the loop covers its time limit).
+SK_DEVICE void mbar_wait(u64* bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+// The same wait with cluster-scope acquire: what other CTAs of the cluster released
+// onto the barrier (remote arrivals, asynchronous remote stores) is visible after it.
+SK_DEVICE void mbar_wait_cluster(u64* bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+// One arrival, with cluster-scope release, on the barrier at `bar`'s offset in CTA `rank`.
+SK_DEVICE void mbar_arrive_remote(u64* bar, u32 rank) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+}
+// Writes 16 B at `dst`'s offset in CTA `rank` and completes them, as transaction
+// bytes, on the barrier at `bar`'s offset there: fire and forget for the writer.
+SK_DEVICE void store16_remote_async(void* dst, u32 rank, f32x4 v, u64* bar) {
+  u32 rd, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rd) : "r"(smem_addr(dst)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(bar)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];"
+               :: "r"(rd), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(rb) : "memory");
+}
+// A cluster barrier in two halves: arrive (no ordering) when the kernel starts, wait
+// before the first remote access; by then every CTA has long arrived, so the wait is
+// nearly free, unlike a full barrier at the end (about 0.5 us on the H100).
+SK_DEVICE void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;"); }
+SK_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
 // ---- the matrix atom: mma.sync.m16n8k16, two per 32 k ----
 // Lane (g = lane/4, t = lane%4). Each operand piece is 8 consecutive k of one row.
 // The k order inside the 32-k step is permuted identically for A and B (a dot
@@ -274,7 +328,7 @@ SK_WGMMA_SHAPE(128, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,
 #undef SK_WGMMA_TYPE
 #undef SK_F8
 
-// ---- tensor memory accelerator and transaction barriers (sm_90) ----
+// ---- tensor memory accelerator (sm_90) ----
 // A CUtensorMap encoded on the host (cuTensorMapEncodeTiled), passed by value as a
 // __grid_constant__ kernel parameter so its address is a param-space address the
 // TMA unit reads (never a local copy).
@@ -283,29 +337,6 @@ struct alignas(64) TensorMap {
 };
 #define SK_GRID_CONSTANT __attribute__((grid_constant))
 SK_DEVICE void tensormap_prefetch(const TensorMap* m) { asm volatile("prefetch.tensormap [%0];" :: "l"(m) : "memory"); }
-// mbarrier in shared memory: `count` arrivals plus the expected transaction bytes
-// complete a phase.
-SK_DEVICE void mbar_init(u64* bar, u32 count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(count) : "memory");
-}
-// Makes the initialised barriers visible to the async proxy (TMA) and the cluster.
-SK_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-SK_DEVICE void mbar_arrive(u64* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(bar)) : "memory");
-}
-// One arrival that also announces `bytes` the phase must receive before completing.
-SK_DEVICE void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
-// Waits until the phase of parity `parity` has completed (try_wait suspends the
-// thread for a while in hardware; the loop covers its time limit).
-SK_DEVICE void mbar_wait(u64* bar, u32 parity) {
-  u32 done;
-  do {
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
-  } while (!done);
-}
 // L2 policy for a tensor load: weights are streamed once, activations re-read by
 // every weight tile.
 SK_DEVICE u64 l2_evict_first() {

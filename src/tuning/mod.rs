@@ -282,6 +282,11 @@ mod tests {
         assert_eq!(c.threads(&sm90), 256);
         // 6 stages x (128 + 64) rows x 128 B, + flag + alignment slack.
         assert_eq!(c.lds_bytes(&sm90), 6 * 192 * 128 + 16 + 1024);
+        // A shallow ring of a wide tile: the staged fp32 tile (token rows padded
+        // by 4 floats) is the larger use of LDS.
+        let shallow = KernelConfig { tile_m: 128, tile_n: 256, stages: 2, ..c };
+        shallow.check(&sm90).unwrap();
+        assert_eq!(shallow.lds_bytes(&sm90), 128 * 260 * 4 + 16 + 1024);
         for t in ["gfx942", "gfx950"] {
             assert!(c.check(&target(t).unwrap()).is_err(), "{t}");
         }

@@ -147,11 +147,12 @@ impl KernelConfig {
         let row = self.tile_k * 2;
         let w = if self.b_to_lds { self.tile_n * row } else { 0 };
         let pipe = self.stages * (w + self.tile_m * row);
+        if self.family == Family::Wgmma {
+            let staged = self.tile_m * (self.tile_n + 4) * 4; // StagedTile::LDS_BYTES
+            return pipe.max(staged) + 16 + if self.tma { 16 * self.stages } else { 0 } + 1024;
+        }
         let e4 = self.tile_m * self.tile_n / 4;
         let combine = (self.threads(t) / e4).max(1) * e4 * 16; // SplitCombine::LDS_BYTES
-        if self.family == Family::Wgmma {
-            return pipe.max(combine) + 16 + if self.tma { 16 * self.stages } else { 0 } + 1024;
-        }
         let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
         pipe.max(red).max(combine) + 16
     }
