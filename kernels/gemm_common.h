@@ -90,16 +90,18 @@ SK_DEVICE int pdl_prologue(const GemmParams& p, const TileCoord& c, int tid) {
 // and graph-safe. The tile's fp32 values are E4 float4 "quads"; a family hands in,
 // per thread, Q quads and where they sit (quad q at index base + q * stride), and
 // threads that hold none (holder false) still help reduce.
-//  * CLUSTER, push (when rank 0's LDS holds S-1 partials): the S splits are one
-//    thread-block cluster (cluster dims (1, S, 1)). Rank 0, once done with its LDS,
-//    tells every peer (a remote arrival on the peer's "go" barrier); each peer then
-//    writes its partial into rank 0's LDS with asynchronous remote stores that
-//    complete on rank 0's "receive" barrier, and exits. Rank 0 adds its own partial
-//    and the received ones in rank order and stores. Two one-way hops instead of two
-//    cluster barriers (about 0.5 us each on the H100): the combine of an 8 x 16 tile
-//    went from about 1.5 us to 0.5-0.85 us (docs/notes, session 5). `begin` initialises the two
-//    barriers and arrives on the cluster barrier that makes them visible.
-//  * CLUSTER, pull (larger partials): each CTA leaves its partial in its own LDS; the values are then totalled in
+//  * CLUSTER, push: the S splits are one thread-block cluster (cluster dims
+//    (1, S, 1)); the peers write their partials into rank 0's LDS with asynchronous
+//    remote stores that complete on rank 0's "receive" barrier, and exit; rank 0
+//    adds its own partial and the received ones in rank order and stores. Into
+//    receive slots of rank 0's own (recv_slots, when S-1 fit) at once: one hop,
+//    about 0.25 us for an 8 x 16 tile on the H100. Otherwise into rank 0's idle ring,
+//    once rank 0 has released each peer (a remote arrival on its "go" barrier): two
+//    hops, 0.5-0.85 us. The old pull below took about 1.5 us: its two cluster
+//    barriers cost about 0.5 us each (docs/notes, session 5). `begin` initialises
+//    the two barriers and arrives on the cluster barrier that makes them visible.
+//  * CLUSTER, pull (partials larger than the ring): each CTA leaves its partial in
+//    its own LDS; the values are then totalled in
 //    rank order 0..S-1 through distributed shared memory. Small tiles (no more
 //    quads than threads): rank 0 sums and stores everything, one round of loads.
 //    Larger tiles: a reduce-scatter — the value a thread holds as quad q is totalled
@@ -127,6 +129,15 @@ struct SplitCombine {
 
   // Whether rank 0's first `region` bytes of LDS hold the other S-1 partials.
   static SK_DEVICE bool push(int S, int region) { return (S - 1) * E4 * 16 <= region; }
+  // Receive slots of their own, after the family's `base` bytes of LDS: as many
+  // partials (up to MAX_CLUSTER - 1) as fit without lowering the CTAs per SM that
+  // `base` allows. With them the peers need no "go": one hop instead of two.
+  static constexpr int recv_slots(int base) {
+    if (!CLUSTER || !HAS_CLUSTERS) return 0;
+    const int ctas = SM_LDS_BYTES / (base + LDS_RESERVED_PER_CTA);
+    const int spare = SM_LDS_BYTES / ctas - LDS_RESERVED_PER_CTA - base;
+    return spare / (E4 * 16) < MAX_CLUSTER - 1 ? spare / (E4 * 16) : MAX_CLUSTER - 1;
+  }
 
   // Before the main loop (every thread): the push path's barriers, in the 16 bytes at
   // `flag`, and the first half of the cluster barrier that publishes them.
@@ -140,18 +151,21 @@ struct SplitCombine {
     cluster_arrive_relaxed();
   }
 
+  // `region`: LDS bytes from `smem` the family no longer uses; `recv`: the
+  // recv_slots() slots of its own.
   static SK_DEVICE u32 run(const GemmParams& p, char* smem, u32* flag, f32x4 (&acc)[Q], bool holder, int base,
-                            int stride, const TileCoord& c, int tid, int region) {
+                            int stride, const TileCoord& c, int tid, int region, char* recv, int slots_own) {
     const int S = p.split_k;
     if (S <= 1) return holder ? ALL : 0;
     if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
-    if (CLUSTER && push(S, region)) {
+    const bool direct = S - 1 <= slots_own;  // receive slots of its own: no "go"
+    if (CLUSTER && (direct || push(S, region))) {
       u64* const go = (u64*)flag;
       u64* const received = go + 1;
-      f32x4* const slots = (f32x4*)smem;  // rank 0: [S-1][E4] partials of ranks 1..S-1
+      f32x4* const slots = (f32x4*)(direct ? recv : smem);  // rank 0: [S-1][E4] partials of ranks 1..S-1
       const u32 rank = cluster_rank();
       if (rank != 0) {
-        mbar_wait_cluster(go, 0);  // rank 0 is done with its LDS
+        if (!direct) mbar_wait_cluster(go, 0);  // rank 0 is done with its LDS
         if (holder) {
 #pragma unroll
           for (int q = 0; q < Q; ++q) store16_remote_async(slots + (rank - 1) * E4 + base + q * stride, 0, acc[q], received);
@@ -160,10 +174,12 @@ struct SplitCombine {
         return 0;
       }
       if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * E4 * 16));
-      barrier();  // whatever the family did with LDS before has finished
-      // Thread r releases peer r: a cluster-scope release costs about 0.5 us on the
-      // H100, so the S-1 of them run in parallel, not one after another.
-      if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
+      if (!direct) {
+        barrier();  // whatever the family did with LDS before has finished
+        // Thread r releases peer r: a cluster-scope release costs about 0.5 us on the
+        // H100, so the S-1 of them run in parallel, not one after another.
+        if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
+      }
       mbar_wait_cluster(received, 0);
       SK_TRACE(6);
       if (!holder) return 0;
@@ -312,6 +328,30 @@ struct StagedTile {
   static SK_DEVICE float* at(char* smem, int t, int n) { return (float*)smem + t * LD + n; }
   static SK_DEVICE float* chunk(char* smem, int ch) { return at(smem, ch / (TILE_N / 8), ch % (TILE_N / 8) * 8); }
 
+  // A chunk's total over S partials, added in order 0..S-1 (the association that
+  // makes results reproducible), BATCH loads in flight; load(s, h) is partial s's
+  // outputs 4h..4h+3.
+  template <typename Load>
+  static SK_DEVICE void sum_in_order(int S, Load load, f32x4& a, f32x4& b) {
+    constexpr int BATCH = 4;
+    const f32x4 zero = {0.f, 0.f, 0.f, 0.f};
+    a = b = zero;
+    for (int s0 = 0; s0 < S; s0 += BATCH) {
+      f32x4 va[BATCH], vb[BATCH];
+#pragma unroll
+      for (int i = 0; i < BATCH; ++i) {
+        va[i] = s0 + i < S ? load(s0 + i, 0) : zero;
+        vb[i] = s0 + i < S ? load(s0 + i, 1) : zero;
+      }
+#pragma unroll
+      for (int i = 0; i < BATCH; ++i)
+        if (s0 + i < S) {
+          a += va[i];
+          b += vb[i];
+        }
+    }
+  }
+
   // Eight outputs of token row t, columns [n, n+8) of the tile: alpha, bias,
   // convert, one 16-B store where Y and bias allow it, else masked scalar stores.
   static SK_DEVICE void store_chunk(const GemmParams& p, const TileCoord& c, int ch, f32x4 lo, f32x4 hi) {
@@ -365,13 +405,12 @@ struct StagedTile {
     mbar_wait_cluster(received, 0);  // our slice from every peer
     SK_TRACE(6);
     for (int ch = lo + tid; ch < hi; ch += THREADS) {
-      f32x4 a = {0.f, 0.f, 0.f, 0.f}, b = a;
-      for (int r = 0; r < S; ++r) {
+      f32x4 a, b;
+      sum_in_order(S, [&](int r, int h) {
         const f32x4* v = r == rank ? (const f32x4*)chunk(smem, ch)
                                    : (const f32x4*)(recv + ((r < rank ? r : r - 1) * slice + ch - lo) * 32);
-        a += v[0];
-        b += v[1];
-      }
+        return v[h];
+      }, a, b);
       store_chunk(p, c, ch, a, b);
     }
   }
@@ -399,22 +438,8 @@ struct StagedTile {
       const int lo = rank * CHUNKS / S, hi = (rank + 1) * CHUNKS / S;
       for (int ch = lo + tid; ch < hi; ch += THREADS) {
         const float* v = chunk(smem, ch);
-        f32x4 a = {0.f, 0.f, 0.f, 0.f}, b = a;
-        constexpr int BATCH = 4;  // remote loads in flight per thread
-        for (int r0 = 0; r0 < S; r0 += BATCH) {
-          f32x4 va[BATCH], vb[BATCH];
-#pragma unroll
-          for (int i = 0; i < BATCH; ++i) {
-            va[i] = r0 + i < S ? cluster_load16(v, (u32)(r0 + i)) : f32x4{0.f, 0.f, 0.f, 0.f};
-            vb[i] = r0 + i < S ? cluster_load16(v + 4, (u32)(r0 + i)) : f32x4{0.f, 0.f, 0.f, 0.f};
-          }
-#pragma unroll
-          for (int i = 0; i < BATCH; ++i)
-            if (r0 + i < S) {
-              a += va[i];
-              b += vb[i];
-            }
-        }
+        f32x4 a, b;
+        sum_in_order(S, [&](int r, int h) { return cluster_load16(v + 4 * h, (u32)r); }, a, b);
         store_chunk(p, c, ch, a, b);
       }
       cluster_sync();  // keep every stage alive until all ranks have read it
@@ -430,23 +455,8 @@ struct StagedTile {
     if (!arrive_last(p.counters + c.tile, (u32)S, tid, flag)) return;
     SK_TRACE(6);
     for (int ch = tid; ch < CHUNKS; ch += THREADS) {
-      f32x4 a = {0.f, 0.f, 0.f, 0.f}, b = a;
-      constexpr int BATCH = 4;  // loads in flight per thread
-      for (int s0 = 0; s0 < S; s0 += BATCH) {
-        f32x4 va[BATCH], vb[BATCH];
-#pragma unroll
-        for (int i = 0; i < BATCH; ++i) {
-          const float* src = slots + (i64)(s0 + i) * SLOT + ch * 8;
-          va[i] = s0 + i < S ? load_partial(src) : f32x4{0.f, 0.f, 0.f, 0.f};
-          vb[i] = s0 + i < S ? load_partial(src + 4) : f32x4{0.f, 0.f, 0.f, 0.f};
-        }
-#pragma unroll
-        for (int i = 0; i < BATCH; ++i)
-          if (s0 + i < S) {
-            a += va[i];
-            b += vb[i];
-          }
-      }
+      f32x4 a, b;
+      sum_in_order(S, [&](int s, int h) { return load_partial(slots + (i64)s * SLOT + ch * 8 + 4 * h); }, a, b);
       store_chunk(p, c, ch, a, b);
     }
     if (tid == 0) atomic_store_device(p.counters + c.tile, 0u);  // ready for the next launch / replay

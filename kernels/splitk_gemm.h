@@ -71,7 +71,10 @@ struct SplitK {
   static constexpr int COMBINE_BYTES = Combine::LDS_BYTES;
   static constexpr int FLAG_OFFSET = PIPE_BYTES > RED_BYTES ? (PIPE_BYTES > COMBINE_BYTES ? PIPE_BYTES : COMBINE_BYTES)
                                                             : (RED_BYTES > COMBINE_BYTES ? RED_BYTES : COMBINE_BYTES);
-  static constexpr int LDS_BYTES = FLAG_OFFSET + 16;
+  // The cluster combine's own receive slots, after the flag (SplitCombine::recv_slots).
+  static constexpr int RECV_OFFSET = FLAG_OFFSET + 16;
+  static constexpr int RECV_SLOTS = Combine::recv_slots(RECV_OFFSET);
+  static constexpr int LDS_BYTES = RECV_OFFSET + RECV_SLOTS * TILE_M * TILE_N * 4;  // mirrored by KernelConfig::lds_bytes
 
   static_assert(TILE_N % (Atom::ROWS * WN) == 0, "weight rows per wave: whole atoms");
   static_assert(TILE_M % (Atom::TOKS * WM) == 0, "tokens per wave: whole atoms");
@@ -279,7 +282,8 @@ struct SplitK {
 
     // ---- inter-CTA combine: quad q of lane l of wave (wm, wn) at wmn*RA*TA*WAVE + q*WAVE + l ----
     const u32 owned =
-        Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, wk == 0, wmn * (RA * TA) * WAVE + lane, WAVE, c, tid, FLAG_OFFSET);
+        Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, wk == 0, wmn * (RA * TA) * WAVE + lane, WAVE, c, tid, FLAG_OFFSET,
+                     smem + RECV_OFFSET, RECV_SLOTS);
     SK_TRACE(4);
     if (!owned) return;
 

@@ -99,6 +99,10 @@ SK_DEVICE void prefetch_l2(const void* p, u32 bytes) {
 constexpr bool HAS_CLUSTERS = true;
 // Largest cluster the kernels combine (16 is sm_90's non-portable maximum).
 constexpr int MAX_CLUSTER = 16;
+// Shared memory per SM (228 KiB on sm_90) and what the hardware keeps per CTA: what
+// decides how many CTAs of a kernel fit on an SM.
+constexpr int SM_LDS_BYTES = 228 << 10;
+constexpr int LDS_RESERVED_PER_CTA = 1024;
 SK_DEVICE u32 cluster_rank() {
   u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -137,23 +141,22 @@ SK_DEVICE void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 // Waits until the phase of parity `parity` has completed (try_wait suspends the
-// thread for a while in hardware; the loop covers its time limit).
+// thread for a while in hardware; the loop covers its time limit). CLUSTER_ACQUIRE:
+// what other CTAs of the cluster released onto the barrier (remote arrivals,
+// asynchronous remote stores) is visible after it.
+template <bool CLUSTER_ACQUIRE = false>
 SK_DEVICE void mbar_wait(u64* bar, u32 parity) {
   u32 done;
   do {
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+    if constexpr (CLUSTER_ACQUIRE)
+      asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                   : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+    else
+      asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                   : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
   } while (!done);
 }
-// The same wait with cluster-scope acquire: what other CTAs of the cluster released
-// onto the barrier (remote arrivals, asynchronous remote stores) is visible after it.
-SK_DEVICE void mbar_wait_cluster(u64* bar, u32 parity) {
-  u32 done;
-  do {
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
-  } while (!done);
-}
+SK_DEVICE void mbar_wait_cluster(u64* bar, u32 parity) { mbar_wait<true>(bar, parity); }
 // One arrival, with cluster-scope release, on the barrier at `bar`'s offset in CTA `rank`.
 SK_DEVICE void mbar_arrive_remote(u64* bar, u32 rank) {
   u32 remote;

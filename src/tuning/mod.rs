@@ -265,6 +265,29 @@ mod tests {
         n16.check(&target("sm90").unwrap()).unwrap();
     }
 
+    /// The cluster combine's own receive slots (SplitCombine::recv_slots): as many
+    /// tile partials as fit without costing a CTA per SM, at most 15; none
+    /// without clusters.
+    #[test]
+    fn cluster_configs_reserve_receive_slots_without_losing_occupancy() {
+        use crate::tuning::schema::KernelConfig;
+        let sm90 = target("sm90").unwrap();
+        let c: KernelConfig = serde_json::from_str(
+            r#"{"family":"splitk","tile_m":8,"tile_n":16,"tile_k":128,"stages":8,"warps":[1,1,4],"b_to_lds":true,"cluster":true}"#,
+        )
+        .unwrap();
+        // Ring 8 x 24 rows x 256 B + flag = 49168 B: 4 CTAs per 228 KiB SM, 8176 B
+        // spare each: 15 slots of 512 B.
+        assert_eq!(c.lds_bytes(&sm90), 49168 + 15 * 512);
+        assert_eq!(KernelConfig { cluster: false, ..c }.lds_bytes(&sm90), 49168);
+        // 6 stages of 256 k: 73744 B, 3 CTAs per SM, 3056 B spare: 5 slots.
+        let deep = KernelConfig { tile_k: 256, stages: 6, warps: [1, 1, 8], ..c };
+        assert_eq!(deep.lds_bytes(&sm90), 73744 + 5 * 512);
+        let per_sm = |lds: u32| (228 << 10) / (lds + 1024);
+        assert_eq!((per_sm(49168), per_sm(c.lds_bytes(&sm90))), (4, 4));
+        assert_eq!((per_sm(73744), per_sm(deep.lds_bytes(&sm90))), (3, 3));
+    }
+
     /// The warpgroup-MMA family: sm_90 only, the rules of wgmma_gemm.h, its own LDS
     /// formula (no K-slice buffer, 1 KiB for aligning the swizzle atoms), and never
     /// chosen by the fallback rule.

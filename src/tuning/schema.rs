@@ -119,12 +119,16 @@ pub struct TargetFacts {
     /// step (VD_K).
     pub vd_rows: u32,
     pub vd_k: u32,
+    /// Shared memory per SM and per-CTA reservation where clusters exist (sm90);
+    /// 0 elsewhere.
+    pub sm_lds: u32,
+    pub lds_reserved: u32,
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, vd_rows: 16, vd_k: 64 },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, vd_rows: 16, vd_k: 128 },
-    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, vd_rows: 8, vd_k: 64 },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0 },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0 },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024 },
 ];
 
 pub fn target(name: &str) -> Option<TargetFacts> {
@@ -154,7 +158,19 @@ impl KernelConfig {
         let e4 = self.tile_m * self.tile_n / 4;
         let combine = (self.threads(t) / e4).max(1) * e4 * 16; // SplitCombine::LDS_BYTES
         let red = (self.warps[2] - 1) * self.tile_m * self.tile_n * 4;
-        pipe.max(red).max(combine) + 16
+        let base = pipe.max(red).max(combine) + 16;
+        base + self.recv_slots(t, base) * e4 * 16
+    }
+    /// SplitCombine::recv_slots: the cluster combine's own receive slots (one
+    /// partial each, at most 15), as many as fit beside `base` bytes without
+    /// lowering the CTAs per SM.
+    fn recv_slots(&self, t: &TargetFacts, base: u32) -> u32 {
+        if !self.cluster || t.sm_lds == 0 {
+            return 0;
+        }
+        let ctas = t.sm_lds / (base + t.lds_reserved);
+        let spare = t.sm_lds / ctas - t.lds_reserved - base;
+        (spare / (self.tile_m * self.tile_n * 4)).min(15)
     }
     /// The kernel's symbol name for one element type.
     pub fn name(&self, dtype: DType) -> String {
