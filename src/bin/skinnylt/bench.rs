@@ -8,7 +8,9 @@
 //! * graph replay: one graph holds many GEMMs (one per weight set), the time per
 //!   GEMM is a replay's time over their count; median of the replays;
 //! * floor = bytes / copy bandwidth measured in the same run (bytes read + written
-//!   of a large device-to-device copy); efficiency = floor / time.
+//!   of a large device-to-device copy); efficiency = floor / time;
+//! * `--host`: the host side of a call (routing and launch through the C API, or
+//!   the vendor's matmul call), enqueued back to back without waiting, median.
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -69,6 +71,10 @@ pub struct Args {
     /// Write latency-vs-M curves (SVG) here.
     #[arg(long)]
     pub curves: Option<String>,
+    /// Also time the host side of a call (routing and launch, eager, no wait per
+    /// call), skinnylt's and the vendor's, for the shapes skinnylt runs.
+    #[arg(long)]
+    pub host: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -213,6 +219,23 @@ pub fn time_graph(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, enque
     Ok(t[t.len() / 2])
 }
 
+/// Host time per call (µs): `count` calls enqueued back to back without waiting
+/// for the GPU (the stream is drained between rounds), median of the rounds.
+pub fn host_time(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, call: impl Fn(usize) -> Result<(), String>) -> Result<f64, String> {
+    let mut t = Vec::new();
+    for _ in 0..reps.max(3) {
+        cu.sync(s)?;
+        let t0 = std::time::Instant::now();
+        for i in 0..count {
+            call(i)?;
+        }
+        t.push(t0.elapsed().as_secs_f64() * 1e6 / count as f64);
+    }
+    cu.sync(s)?;
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Ok(t[t.len() / 2])
+}
+
 /// The vendor's time per GEMM (µs) on the cold sets: the fastest of `p`'s
 /// algorithms, each run once eagerly first (hipBLASLt loads a solution's code
 /// object on its first call, which must not happen inside a capture); an
@@ -263,6 +286,7 @@ fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
     let ws = Buf(cu, cu.malloc(ws_bytes)?);
     let mut rng = Rng(0x5eed);
     let mut rows = Vec::new();
+    let mut hosts = Vec::new();
     println!("{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9} {:>9} {:>8} {:>7} {:>8}", "group", "M", "N", "K", "bias", "ours µs", "vendor µs", "speedup", "eff", "floor µs");
     let progress = Progress::new(shapes.len());
     for sh in shapes {
@@ -278,24 +302,35 @@ fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
         let probe = l.run(&h, 1.0, ws_bufs[0].1, xs[0].1, ys[0].1, ws.1, ws_bytes, s);
         cu.sync(s)?;
         let forwarded = probe != skinnylt::abi::STATUS_SUCCESS || stats::intercepted() != before + 1;
+        let ours_call = |i: usize| {
+            let j = i % sets;
+            match l.run(&h, 1.0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s) {
+                0 => Ok(()),
+                st => Err(format!("hipblasLtMatmul: {st}")),
+            }
+        };
         let ours = if forwarded {
             None
         } else {
-            Some(time_graph(cu, s, a.reps, count, || {
-                for i in 0..count {
-                    let j = i % sets;
-                    let st = l.run(&h, 1.0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s);
-                    if st != 0 {
-                        return Err(format!("hipblasLtMatmul: {st}"));
-                    }
-                }
-                Ok(())
-            })?)
+            Some(time_graph(cu, s, a.reps, count, || (0..count).try_for_each(ours_call))?)
         };
 
         // The vendor: every one of its top-8 algorithms, keep the fastest.
         let p = lt.problem(dtype, m as u64, n as u64, k as u64, bias_ptr, ws_bytes as u64, 8)?;
         let vendor = vendor_time(cu, s, a.reps, &*lt, &p, &cs, &ws, ws_bytes);
+        if a.host && !forwarded {
+            // The vendor's host cost with its first algorithm (the heuristic's pick).
+            let ours_host = host_time(cu, s, a.reps, count, ours_call)?;
+            let vendor_host = host_time(cu, s, a.reps, count, |i| {
+                let j = i % sets;
+                lt.matmul(&p, 0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s)
+            })?;
+            hosts.push((ours_host, vendor_host));
+        }
+        let host_note = match (a.host && !forwarded, hosts.last()) {
+            (true, Some((o, v))) => format!("  host {o:.2} / {v:.2} µs"),
+            _ => String::new(),
+        };
         lt.free(p);
         let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
         let floor = bytes / bw * 1e6;
@@ -312,13 +347,29 @@ fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
             row.speedup(),
             row.efficiency(),
             floor,
-            if forwarded { "  (forwarded)" } else { "" }
-        ));
+            if forwarded { "  (forwarded)" } else { "" },
+        ) + &host_note);
         progress.inc();
         rows.push(row);
     }
     progress.finish();
     summary(&rows);
+    if !hosts.is_empty() {
+        let median = |f: fn(&(f64, f64)) -> f64| {
+            let mut v: Vec<f64> = hosts.iter().map(f).collect();
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[v.len() / 2]
+        };
+        println!(
+            "host time per call (routing + launch, {} shapes skinnylt runs): skinnylt median {:.2} µs, {} median {:.2} µs; skinnylt lower on {} of {}",
+            hosts.len(),
+            median(|h| h.0),
+            lt.name(),
+            median(|h| h.1),
+            hosts.iter().filter(|h| h.0 < h.1).count(),
+            hosts.len()
+        );
+    }
     if let Some(path) = &a.json {
         std::fs::write(path, to_json(&rows, &dev.info.name, bw)).map_err(|e| e.to_string())?;
     }
