@@ -86,6 +86,14 @@ SK_DEVICE int pdl_prologue(const GemmParams& p, const TileCoord& c, int tid) {
   return trigger_at;
 }
 
+// LDS bytes a kernel using `base` bytes per CTA can add without lowering its CTAs
+// per SM (0 without clusters: only the cluster combines use it).
+constexpr int lds_spare(int base) {
+  if (!HAS_CLUSTERS) return 0;
+  const int ctas = SM_LDS_BYTES / (base + LDS_RESERVED_PER_CTA);
+  return ctas == 0 ? 0 : SM_LDS_BYTES / ctas - LDS_RESERVED_PER_CTA - base;
+}
+
 // The inter-CTA split-K combine of one TILE_M x TILE_N output tile, deterministic
 // and graph-safe. The tile's fp32 values are E4 float4 "quads"; a family hands in,
 // per thread, Q quads and where they sit (quad q at index base + q * stride), and
@@ -133,10 +141,8 @@ struct SplitCombine {
   // partials (up to MAX_CLUSTER - 1) as fit without lowering the CTAs per SM that
   // `base` allows. With them the peers need no "go": one hop instead of two.
   static constexpr int recv_slots(int base) {
-    if (!CLUSTER || !HAS_CLUSTERS) return 0;
-    const int ctas = SM_LDS_BYTES / (base + LDS_RESERVED_PER_CTA);
-    const int spare = SM_LDS_BYTES / ctas - LDS_RESERVED_PER_CTA - base;
-    return spare / (E4 * 16) < MAX_CLUSTER - 1 ? spare / (E4 * 16) : MAX_CLUSTER - 1;
+    if (!CLUSTER) return 0;
+    return lds_spare(base) / (E4 * 16) < MAX_CLUSTER - 1 ? lds_spare(base) / (E4 * 16) : MAX_CLUSTER - 1;
   }
 
   // Before the main loop (every thread): the push path's barriers, in the 16 bytes at
@@ -312,6 +318,11 @@ struct StagedTile {
   static constexpr int RECV_OFFSET = LDS_BYTES;
   static SK_DEVICE int slice_begin(int rank, int S) { return rank * CHUNKS / S; }
   static SK_DEVICE bool push(int S, int region) { return RECV_OFFSET + (S - 1) * ceil_div(CHUNKS, S) * 32 <= region; }
+  // One hop: a tile's worth of receive slots of the family's own (after its `base`
+  // bytes), which any S fits, where they cost no CTA per SM; then no "go".
+  static constexpr int own_recv_bytes(int base) {
+    return CLUSTER && TILE_M * TILE_N * 4 <= lds_spare(base) ? TILE_M * TILE_N * 4 : 0;
+  }
 
   // Before the main loop (every thread): the push path's barriers, in the 16 bytes
   // at `flag`, and the first half of the cluster barrier that publishes them.
@@ -382,17 +393,20 @@ struct StagedTile {
   }
 
   // The push path of the cluster combine (see above).
-  static SK_DEVICE void push_combine(const GemmParams& p, char* smem, u32* flag, const TileCoord& c, int tid) {
+  static SK_DEVICE void push_combine(const GemmParams& p, char* smem, u32* flag, const TileCoord& c, int tid,
+                                     char* own_recv) {
     const int S = p.split_k, rank = (int)cluster_rank(), slice = ceil_div(CHUNKS, S);
     u64* const go = (u64*)flag;
     u64* const received = go + 1;
-    char* const recv = smem + RECV_OFFSET;
+    char* const recv = own_recv ? own_recv : smem + RECV_OFFSET;
     const int lo = slice_begin(rank, S), hi = slice_begin(rank + 1, S);
     if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * (hi - lo) * 32));
-    // Our ring is idle (the caller's barrier): peers may write our receive slots.
-    // A cluster-scope release costs about 0.5 us on the H100: S-1 threads, in parallel.
-    if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)((rank + tid) % S));
-    mbar_wait_cluster(go, 0);  // every peer's receive slots are free
+    if (!own_recv) {
+      // Our ring is idle (the caller's barrier): peers may write our receive slots.
+      // A cluster-scope release costs about 0.5 us on the H100: S-1 threads, in parallel.
+      if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)((rank + tid) % S));
+      mbar_wait_cluster(go, 0);  // every peer's receive slots are free
+    }
     for (int t = 1; t < S; ++t) {
       const int q = (rank + t) % S, q_lo = slice_begin(q, S), q_hi = slice_begin(q + 1, S);
       char* const slot = recv + (rank < q ? rank : rank - 1) * slice * 32;
@@ -416,8 +430,10 @@ struct StagedTile {
   }
 
   // Call after every thread has staged its values and a barrier; `region` bytes of
-  // LDS from `smem` are free (the idle ring).
-  static SK_DEVICE void finish(const GemmParams& p, char* smem, u32* flag, const TileCoord& c, int tid, int region) {
+  // LDS from `smem` are free (the idle ring); `own_recv`: the own_recv_bytes()
+  // slots, or null.
+  static SK_DEVICE void finish(const GemmParams& p, char* smem, u32* flag, const TileCoord& c, int tid, int region,
+                               char* own_recv) {
     const int S = p.split_k;
     if (S <= 1) {
       for (int ch = tid; ch < CHUNKS; ch += THREADS) {
@@ -427,8 +443,8 @@ struct StagedTile {
       return;
     }
     if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
-    if (CLUSTER && push(S, region)) {
-      push_combine(p, smem, flag, c, tid);
+    if (CLUSTER && (own_recv || push(S, region))) {
+      push_combine(p, smem, flag, c, tid, own_recv);
       return;
     }
     if (CLUSTER) {

@@ -57,7 +57,10 @@ struct WgmmaSplitK {
   // The swizzle atoms must start on 1024-B boundaries; the dynamic shared window's
   // alignment is not promised, so the kernel aligns its base itself.
   static constexpr int ALIGN = 1024;
-  static constexpr int LDS_BYTES = BAR_OFFSET + BAR_BYTES + ALIGN;  // mirrored by KernelConfig::lds_bytes
+  // The cluster combine's own receive slots where they cost no CTA per SM.
+  static constexpr int RECV_OFFSET = BAR_OFFSET + BAR_BYTES;
+  static constexpr int RECV_BYTES = Tile::own_recv_bytes(RECV_OFFSET + ALIGN);
+  static constexpr int LDS_BYTES = RECV_OFFSET + RECV_BYTES + ALIGN;  // mirrored by KernelConfig::lds_bytes
 
   static_assert(TILE_N % (64 * WG) == 0 && RB >= 1 && RB <= 2, "tile_n = 64 * warpgroups * (1 or 2)");
   static_assert(TILE_M == 16 || TILE_M == 32 || TILE_M == 64 || TILE_M == 128, "tile_m: a wgmma n the prelude defines");
@@ -232,7 +235,7 @@ struct WgmmaSplitK {
     }
     barrier();
     SK_TRACE(4);
-    Tile::finish(p, smem, (u32*)(smem + FLAG_OFFSET), c, tid, FLAG_OFFSET);
+    Tile::finish(p, smem, (u32*)(smem + FLAG_OFFSET), c, tid, FLAG_OFFSET, RECV_BYTES ? smem + RECV_OFFSET : nullptr);
     SK_TRACE(5);
   }
 };

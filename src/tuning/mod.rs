@@ -303,10 +303,13 @@ mod tests {
         let sm90 = target("sm90").unwrap();
         c.check(&sm90).unwrap();
         assert_eq!(c.threads(&sm90), 256);
-        // 6 stages x (128 + 64) rows x 128 B, + flag + alignment slack.
-        assert_eq!(c.lds_bytes(&sm90), 6 * 192 * 128 + 16 + 1024);
+        // 6 stages x (128 + 64) rows x 128 B, + flag + alignment slack, + a 64 x 128
+        // fp32 tile of receive slots for the one-hop cluster combine (one CTA per SM
+        // either way).
+        assert_eq!(c.lds_bytes(&sm90), 6 * 192 * 128 + 16 + 1024 + 64 * 128 * 4);
+        assert_eq!(KernelConfig { cluster: false, ..c }.lds_bytes(&sm90), 6 * 192 * 128 + 16 + 1024);
         // A shallow ring of a wide tile: the staged fp32 tile (token rows padded
-        // by 4 floats) is the larger use of LDS.
+        // by 4 floats) is the larger use of LDS; no room left for receive slots.
         let shallow = KernelConfig { tile_m: 128, tile_n: 256, stages: 2, ..c };
         shallow.check(&sm90).unwrap();
         assert_eq!(shallow.lds_bytes(&sm90), 128 * 260 * 4 + 16 + 1024);

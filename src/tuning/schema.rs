@@ -131,6 +131,18 @@ pub const TARGETS: [TargetFacts; 3] = [
     TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024 },
 ];
 
+/// gemm_common.h's lds_spare: the LDS bytes a kernel using `base` bytes per CTA can
+/// add without lowering its CTAs per SM; 0 where there are no clusters.
+fn lds_spare(t: &TargetFacts, base: u32) -> u32 {
+    if t.sm_lds == 0 {
+        return 0;
+    }
+    match t.sm_lds / (base + t.lds_reserved) {
+        0 => 0, // does not fit at all (check() says so)
+        ctas => t.sm_lds / ctas - t.lds_reserved - base,
+    }
+}
+
 pub fn target(name: &str) -> Option<TargetFacts> {
     TARGETS.iter().copied().find(|t| t.name == name)
 }
@@ -153,7 +165,10 @@ impl KernelConfig {
         let pipe = self.stages * (w + self.tile_m * row);
         if self.family == Family::Wgmma {
             let staged = self.tile_m * (self.tile_n + 4) * 4; // StagedTile::LDS_BYTES
-            return pipe.max(staged) + 16 + if self.tma { 16 * self.stages } else { 0 } + 1024;
+            let base = pipe.max(staged) + 16 + if self.tma { 16 * self.stages } else { 0 } + 1024;
+            // StagedTile::own_recv_bytes: a tile of receive slots where it costs no CTA per SM.
+            let tile = self.tile_m * self.tile_n * 4;
+            return base + if self.cluster && tile <= lds_spare(t, base) { tile } else { 0 };
         }
         let e4 = self.tile_m * self.tile_n / 4;
         let combine = (self.threads(t) / e4).max(1) * e4 * 16; // SplitCombine::LDS_BYTES
@@ -165,12 +180,10 @@ impl KernelConfig {
     /// partial each, at most 15), as many as fit beside `base` bytes without
     /// lowering the CTAs per SM.
     fn recv_slots(&self, t: &TargetFacts, base: u32) -> u32 {
-        if !self.cluster || t.sm_lds == 0 {
+        if !self.cluster {
             return 0;
         }
-        let ctas = t.sm_lds / (base + t.lds_reserved);
-        let spare = t.sm_lds / ctas - t.lds_reserved - base;
-        (spare / (self.tile_m * self.tile_n * 4)).min(15)
+        (lds_spare(t, base) / (self.tile_m * self.tile_n * 4)).min(15)
     }
     /// The kernel's symbol name for one element type.
     pub fn name(&self, dtype: DType) -> String {
