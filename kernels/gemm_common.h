@@ -292,15 +292,17 @@ SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v) {
 // 64 x 128 tile on the H100 (docs/notes, session 5).
 //  * CLUSTER: the S splits are one cluster; rank r combines and stores chunks
 //    [r*CHUNKS/S, (r+1)*CHUNKS/S), summing the ranks' stages in order 0..S-1.
-//    Push (when the receive slots fit beside the stage): every rank, once its ring
-//    is idle, releases its peers (remote arrivals on their "go" barriers, in
-//    parallel); then it writes each peer's slice of its stage into that peer's
+//    Push: every rank writes each peer's slice of its stage into that peer's
 //    receive slots with asynchronous remote stores completing on the peer's
 //    "receive" barrier, waits for its own slice from everyone and exits: no
-//    cluster barrier at the end (see SplitCombine). Measured the same as one bulk
-//    copy per peer, which would also need a barrier at the end to keep the source
-//    alive. Pull otherwise: read the slice from every rank's stage through
-//    distributed shared memory between two cluster barriers.
+//    cluster barrier at the end (see SplitCombine). The slots are the family's own
+//    (own_recv_bytes, where they cost no CTA per SM) and written at once: one hop;
+//    or they lie in the peer's idle ring, written once every peer has released
+//    this rank (remote arrivals on its "go" barrier, sent in parallel): two hops.
+//    One bulk copy per peer measured the same as the remote stores and would also
+//    need a barrier at the end to keep the source alive. Pull otherwise: read the
+//    slice from every rank's stage through distributed shared memory between two
+//    cluster barriers.
 //  * otherwise: each CTA copies its stage to its global slot; the last to arrive
 //    sums the slots in order 0..S-1, stores, and resets the tile's counter.
 // The association depends only on S: bitwise reproducible.
@@ -317,6 +319,8 @@ struct StagedTile {
   // after the stage.
   static constexpr int RECV_OFFSET = LDS_BYTES;
   static SK_DEVICE int slice_begin(int rank, int S) { return rank * CHUNKS / S; }
+  // Receiver `to`'s slot for sender `from` (no slot for itself).
+  static SK_DEVICE int slot_of(int from, int to) { return from < to ? from : from - 1; }
   static SK_DEVICE bool push(int S, int region) { return RECV_OFFSET + (S - 1) * ceil_div(CHUNKS, S) * 32 <= region; }
   // One hop: a tile's worth of receive slots of the family's own (after its `base`
   // bytes), which any S fits, where they cost no CTA per SM; then no "go".
@@ -409,7 +413,7 @@ struct StagedTile {
     }
     for (int t = 1; t < S; ++t) {
       const int q = (rank + t) % S, q_lo = slice_begin(q, S), q_hi = slice_begin(q + 1, S);
-      char* const slot = recv + (rank < q ? rank : rank - 1) * slice * 32;
+      char* const slot = recv + slot_of(rank, q) * slice * 32;
       for (int ch = q_lo + tid; ch < q_hi; ch += THREADS) {
         const f32x4* v = (const f32x4*)chunk(smem, ch);
         store16_remote_async(slot + (ch - q_lo) * 32, (u32)q, v[0], received);
@@ -422,7 +426,7 @@ struct StagedTile {
       f32x4 a, b;
       sum_in_order(S, [&](int r, int h) {
         const f32x4* v = r == rank ? (const f32x4*)chunk(smem, ch)
-                                   : (const f32x4*)(recv + ((r < rank ? r : r - 1) * slice + ch - lo) * 32);
+                                   : (const f32x4*)(recv + (slot_of(r, rank) * slice + ch - lo) * 32);
         return v[h];
       }, a, b);
       store_chunk(p, c, ch, a, b);
