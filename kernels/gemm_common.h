@@ -411,14 +411,16 @@ struct StagedTile {
       if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)((rank + tid) % S));
       mbar_wait_cluster(go, 0);  // every peer's receive slots are free
     }
-    for (int t = 1; t < S; ++t) {
-      const int q = (rank + t) % S, q_lo = slice_begin(q, S), q_hi = slice_begin(q + 1, S);
-      char* const slot = recv + slot_of(rank, q) * slice * 32;
-      for (int ch = q_lo + tid; ch < q_hi; ch += THREADS) {
-        const f32x4* v = (const f32x4*)chunk(smem, ch);
-        store16_remote_async(slot + (ch - q_lo) * 32, (u32)q, v[0], received);
-        store16_remote_async(slot + (ch - q_lo) * 32 + 16, (u32)q, v[1], received);
-      }
+    // The (S-1) x slice x 2 remote 16-B stores, spread evenly over all threads. With
+    // one thread per chunk sending to every peer in turn, this phase grew by about
+    // 0.25 us per peer on the H100 (a thread's remote stores go one after another);
+    // spread, S = 8 went from 3.1 to 2.1 us (docs/notes, session 6).
+    for (int i = tid; i < (S - 1) * slice * 2; i += THREADS) {
+      const int t = 1 + i / (slice * 2), j = i % (slice * 2);
+      const int q = (rank + t) % S, q_lo = slice_begin(q, S), ch = q_lo + j / 2;
+      if (ch >= slice_begin(q + 1, S)) continue;
+      const f32x4* v = (const f32x4*)chunk(smem, ch);
+      store16_remote_async(recv + (slot_of(rank, q) * slice + ch - q_lo) * 32 + (j & 1) * 16, (u32)q, v[j & 1], received);
     }
     mbar_wait_cluster(received, 0);  // our slice from every peer
     SK_TRACE(6);
