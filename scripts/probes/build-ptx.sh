@@ -5,5 +5,5 @@ set -eu
 cd "$(dirname "$0")"
 CLANG=${SKINNYLT_CLANG:-$(ls /usr/bin/clang++-2[0-9] /usr/bin/clang++-19 2>/dev/null | sort -V | tail -1)}
 "$CLANG" -std=c++17 -O3 -x cuda -nocudainc -nocudalib --cuda-gpu-arch=sm_90a --cuda-device-only \
-  --cuda-feature=+ptx85 -S -I ../../kernels ktrace_kernels.cu -o ktrace.ptx
-echo "wrote $(pwd)/ktrace.ptx"
+  --cuda-feature=+ptx85 -S -I ../../kernels ${KTRACE_DEFINES:-} ktrace_kernels.cu -o ${KTRACE_PTX:-ktrace.ptx}
+echo "wrote $(pwd)/${KTRACE_PTX:-ktrace.ptx}"

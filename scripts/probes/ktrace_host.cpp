@@ -43,6 +43,20 @@ static double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Trace slot s (512 CTAs x 16 words) holds the launch whose %gridid % 8 == s; slot word 7
+// of a CTA is (gridid << 16 | smid). Reads all slots, ordered by gridid (oldest first).
+static std::vector<std::vector<unsigned long long>> read_launches(CUdeviceptr trace_p, int ctas) {
+  std::vector<unsigned long long> all(1 << 16);
+  CU(cuMemcpyDtoH(all.data(), trace_p, all.size() * 8));
+  std::vector<std::pair<unsigned long long, int>> ids;
+  for (int s = 0; s < 8; ++s)
+    if (all[(s * 512) * 16 + 7]) ids.push_back({all[(s * 512) * 16 + 7] >> 16, s});
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::vector<unsigned long long>> out;
+  for (auto& [g, s] : ids) out.emplace_back(all.begin() + s * 512 * 16, all.begin() + (s * 512 + ctas) * 16);
+  return out;
+}
+
 int main(int argc, char** argv) {
   if (argc < 10) {
     fprintf(stderr, "usage: ktrace PTX NAME TM TN TK CLUSTER(0/1) TMA(0/1) M N K S...\n");
@@ -67,9 +81,13 @@ int main(int argc, char** argv) {
   CU(cuModuleGetGlobal(&meta_p, &sz, mod, (name + "_meta").c_str()));
   CU(cuModuleGetGlobal(&trace_p, &sz, mod, "sk_trace_buf"));
   int meta[2]; CU(cuMemcpyDtoH(meta, meta_p, 8));
-  const int threads = meta[0], lds = meta[1];
-  printf("meta %s threads=%d lds_bytes=%d\n", name.c_str(), threads, lds);
+  const int threads = meta[0];
+  // KTRACE_LDS=bytes: launch with that much dynamic LDS (>= the kernel's), as the
+  // library's padding does to spread CTAs over the SMs.
+  const int lds = std::max(meta[1], getenv("KTRACE_LDS") ? atoi(getenv("KTRACE_LDS")) : 0);
   CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, lds));
+  printf("meta %s threads=%d lds_bytes=%d launched with %d\n", name.c_str(), threads, meta[1], lds);
+  CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));  // S = 16
 
   const int NBUF = 12;
   const size_t wbytes = (size_t)N * K * 2;
@@ -98,18 +116,25 @@ int main(int argc, char** argv) {
       p.w = w[i]; p.x = x; p.y = y; p.partials = partials; p.counters = counters; p.zeros = zeros;
       p.ldw = K; p.ldx = K; p.ldy = N; p.m = M; p.n = N; p.k = K; p.alpha = 1.f; p.split_k = S;
     }
-    auto launch = [&](int i) {
+    auto launch = [&](int i, bool pdl = false) {
       CUlaunchConfig cfg; memset(&cfg, 0, sizeof cfg);
       cfg.gridDimX = tiles; cfg.gridDimY = S; cfg.gridDimZ = 1;
       cfg.blockDimX = threads; cfg.blockDimY = 1; cfg.blockDimZ = 1;
       cfg.sharedMemBytes = lds; cfg.hStream = st;
-      CUlaunchAttribute at[1];
+      CUlaunchAttribute at[2];
+      cfg.attrs = at;
       if (cluster && S > 1) {
-        at[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        at[0].value.clusterDim.x = 1; at[0].value.clusterDim.y = S; at[0].value.clusterDim.z = 1;
-        cfg.attrs = at; cfg.numAttrs = 1;
+        at[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at[cfg.numAttrs].value.clusterDim.x = 1; at[cfg.numAttrs].value.clusterDim.y = S;
+        at[cfg.numAttrs++].value.clusterDim.z = 1;
       }
-      void* args[2] = {&params[i], &maps[i]};
+      if (pdl) {
+        at[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        at[cfg.numAttrs++].value.programmaticStreamSerializationAllowed = 1;
+      }
+      GemmParams pp = params[i];
+      if (pdl) { pp.prefetch_row_bytes = 1024; pp.pdl_flags = 1 | 2 | (8 << 8); }
+      void* args[2] = {&pp, &maps[i]};
       CU(cuLaunchKernelEx(&cfg, fn, args, nullptr));
     };
     // Back-to-back: time per launch, median of 5 x 24 launches.
@@ -124,22 +149,22 @@ int main(int argc, char** argv) {
     // cold = isolated launch on cold weights; hot = the same weights launched just before
     // (W and code in L2); warm = another (cold) weight set's launch just before, unsynchronised.
     const int ctas = tiles * S;
-    std::vector<unsigned long long> tr(ctas * 8);
+    std::vector<unsigned long long> tr(ctas * 16);
     for (const char* mode : {"cold", "warm", "hot"}) {
       std::vector<double> span, ph[7], end_main_max, pre6, post6;
       for (int rep = 0; rep < 5; ++rep) {
-        CU(cuMemsetD8(trace_p, 0, ctas * 64));
+        CU(cuMemsetD8(trace_p, 0, 8 << 16));
         CU(cuStreamSynchronize(st));
         const int buf = (rep * 5 + 3) % NBUF;
         if (!strcmp(mode, "hot")) { launch(buf); CU(cuStreamSynchronize(st)); }
         if (!strcmp(mode, "warm")) launch((buf + 1) % NBUF);
         launch(buf);
         CU(cuStreamSynchronize(st));
-        CU(cuMemcpyDtoH(tr.data(), trace_p, ctas * 64));
+        tr = read_launches(trace_p, ctas).back();
         unsigned long long t0 = ~0ull, t5 = 0;
         std::vector<double> p[7], em, a6, b6;
         for (int c = 0; c < ctas; ++c) {
-          unsigned long long* t = &tr[c * 8];
+          unsigned long long* t = &tr[c * 16];
           if (t[6] && t[3] <= t[6] && t[6] <= t[4]) {  // splitk order: t3 < t6 < t4
             a6.push_back((t[6] - t[3]) / 1000.0); b6.push_back((t[4] - t[6]) / 1000.0);
             t[6] = t[4];
@@ -150,19 +175,87 @@ int main(int argc, char** argv) {
           const unsigned long long seq[7] = {t[0], t[1], t[2], t[3], t[4], t[6], t[5]};
           for (int k = 1; k < 7; ++k) p[k].push_back((double)(seq[k] - seq[k - 1]) / 1000.0);
         }
-        for (int c = 0; c < ctas; ++c) em.push_back((double)(tr[c * 8 + 3] - t0) / 1000.0);
+        for (int c = 0; c < ctas; ++c) em.push_back((double)(tr[c * 16 + 3] - t0) / 1000.0);
         span.push_back((t5 - t0) / 1000.0);
         end_main_max.push_back(*std::max_element(em.begin(), em.end()));
         for (int k = 1; k < 7; ++k) ph[k].push_back(median(p[k]));
         pre6.push_back(median(a6)); post6.push_back(median(b6));
       }
       std::vector<int> per_sm(256, 0);
-      for (int c = 0; c < ctas; ++c) per_sm[tr[c * 8 + 7] & 255]++;
+      for (int c = 0; c < ctas; ++c) per_sm[tr[c * 16 + 7] & 0xffff]++;
       const int busiest = *std::max_element(per_sm.begin(), per_sm.end());
       printf("%s M=%d N=%d K=%d S=%d ctas=%d lds=%dK per_launch=%.2f %s span=%.2f main_end_max=%.2f max_per_sm=%d | "
              "prologue=%.2f first=%.2f main=%.2f stage=%.2f wait=%.2f reduce_store=%.2f (splitk: to_sync=%.2f after_sync=%.2f)\n",
              name.c_str(), M, N, K, S, ctas, lds / 1024, median(per), mode, median(span), median(end_main_max), busiest,
              median(ph[1]), median(ph[2]), median(ph[3]), median(ph[4]), median(ph[5]), median(ph[6]), median(pre6), median(post6));
+    }
+    // Chain (KTRACE_CHAIN=1): the library's PDL settings (prefetch 1 KiB/row of W and X,
+    // trigger 8 K blocks before the end), launches captured in a graph. Times 96
+    // launches per replay, then traces a graph of 8 and prints, for launches 2..7,
+    // each phase relative to the end of the predecessor's last CTA (E): negative =
+    // overlapped with the predecessor.
+    if (getenv("KTRACE_CHAIN")) {
+      auto graph_of = [&](int count) {
+        CUgraph g; CUgraphExec ge;
+        CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        for (int i = 0; i < count; ++i) launch(i % NBUF, true);
+        CU(cuStreamEndCapture(st, &g));
+        CU(cuGraphInstantiate(&ge, g, 0));
+        return ge;
+      };
+      CUgraphExec g96 = graph_of(96), g8 = graph_of(8);
+      std::vector<double> per_pdl;
+      for (int rep = 0; rep < 7; ++rep) {
+        CU(cuEventRecord(e0, st)); CU(cuGraphLaunch(g96, st)); CU(cuEventRecord(e1, st));
+        CU(cuEventSynchronize(e1));
+        float ms; CU(cuEventElapsedTime(&ms, e0, e1)); per_pdl.push_back(ms * 1000 / 96);
+      }
+      std::vector<double> f[9];
+      for (int rep = 0; rep < 7; ++rep) {
+        CU(cuGraphLaunch(g96, st));  // predecessor traffic like the bench's
+        CU(cuStreamSynchronize(st));
+        CU(cuMemsetD8(trace_p, 0, 8 << 16));
+        CU(cuGraphLaunch(g8, st));
+        CU(cuStreamSynchronize(st));
+        auto L = read_launches(trace_p, ctas);
+        if (L.size() != 8) { printf("chain: %zu launches traced\n", L.size()); break; }
+        auto col = [&](const std::vector<unsigned long long>& t, int pt) {
+          std::vector<double> v;
+          for (int c = 0; c < ctas; ++c) v.push_back((double)t[c * 16 + (pt == 6 && !t[c * 16 + 6] ? 4 : pt)]);
+          std::sort(v.begin(), v.end());
+          return v;
+        };
+        if (const char* dump = getenv("KTRACE_DUMP"); dump && rep == 6) {
+          // Per CTA of launch 4: cta, smid, then points 0..6 relative to E of launch 3 (ns), then
+          // the CTA's %clock64 at points 0..6 relative to point 1 (cycles).
+          FILE* fd = fopen(dump, "a");
+          const double E3 = col(L[3], 5).back();
+          fprintf(fd, "# %s M=%d N=%d K=%d S=%d tiles=%d\n", name.c_str(), M, N, K, S, tiles);
+          for (int c = 0; c < ctas; ++c) {
+            const unsigned long long* t = &L[4][c * 16];
+            fprintf(fd, "%d %llu", c, t[7] & 0xffff);
+            for (int k = 0; k < 7; ++k) fprintf(fd, " %.0f", t[k] ? (double)t[k] - E3 : -1e9);
+            // then %clock64 at points 0..6 relative to point 1, in SM cycles
+            fprintf(fd, " |");
+            for (int k = 0; k < 7; ++k) fprintf(fd, " %lld", t[8 + k] ? (long long)(t[8 + k] - t[8 + 1]) : -1000000000ll);
+            fprintf(fd, "\n");
+          }
+          fclose(fd);
+        }
+        for (int i = 2; i < 8; ++i) {
+          const double E = col(L[i - 1], 5).back();
+          auto t0 = col(L[i], 0), t1 = col(L[i], 1), t2 = col(L[i], 2), t3 = col(L[i], 3), t5 = col(L[i], 5);
+          auto pt3 = col(L[i - 1], 3);
+          const double r[9] = {t0.front() - E, t0.back() - E, t1.front() - E, t1[ctas / 2] - E, t2[ctas / 2] - E,
+                               t3[ctas / 2] - E, t3.back() - E, t5.back() - E, E - pt3.back()};
+          for (int k = 0; k < 9; ++k) f[k].push_back(r[k] / 1000.0);
+        }
+      }
+      printf("chain %s M=%d N=%d K=%d S=%d ctas=%d per_launch_pdl_graph=%.2f | relative to predecessor end E: "
+             "first_start=%.2f last_start=%.2f wait_done_first=%.2f wait_done_med=%.2f first_stage_med=%.2f "
+             "main_done_med=%.2f main_done_max=%.2f end_max(period)=%.2f | predecessor tail (E - its last main done)=%.2f\n",
+             name.c_str(), M, N, K, S, ctas, median(per_pdl), median(f[0]), median(f[1]), median(f[2]), median(f[3]),
+             median(f[4]), median(f[5]), median(f[6]), median(f[7]), median(f[8]));
     }
     fflush(stdout);
   }

@@ -1,21 +1,28 @@
 // The library's kernels with per-CTA phase timestamps (the SK_TRACE hook of
 // kernels/gemm_common.h): %globaltimer of CTA thread 0 at each phase boundary, its SM
-// in slot 7. Each instance also exports its THREADS and LDS_BYTES (NAME_meta).
+// and the launch's %gridid in slot 7. A launch writes trace slot (gridid % 8), so a
+// chain of up to 8 back-to-back launches can be traced at once (CTAs < 512 each). Words
+// 8..14 of a CTA's 16 hold %clock64 at the same points: finer intra-CTA phases.
+// Each instance also exports its THREADS and LDS_BYTES (NAME_meta).
 #include "prelude/prelude.h"
 extern "C" __attribute__((device)) unsigned long long sk_trace_buf[1 << 16];
 __attribute__((device)) unsigned long long sk_trace_buf[1 << 16];
 #define SK_TRACE(point)                                                                    \
   do {                                                                                     \
     if (__nvvm_read_ptx_sreg_tid_x() == 0) {                                               \
-      unsigned long long t_;                                                               \
+      unsigned long long t_, g_, k_;                                                       \
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_));                              \
-      const unsigned b_ = __nvvm_read_ptx_sreg_ctaid_y() * __nvvm_read_ptx_sreg_nctaid_x() + \
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(k_));                                  \
+      asm volatile("mov.u64 %0, %%gridid;" : "=l"(g_));                                   \
+      const unsigned b_ = (unsigned)(g_ & 7) * 512u +                                       \
+                          __nvvm_read_ptx_sreg_ctaid_y() * __nvvm_read_ptx_sreg_nctaid_x() + \
                           __nvvm_read_ptx_sreg_ctaid_x();                                   \
-      sk_trace_buf[b_ * 8 + (point)] = t_;                                                 \
+      sk_trace_buf[b_ * 16 + (point)] = t_;                                                \
+      sk_trace_buf[b_ * 16 + 8 + (point)] = k_;                                            \
       if ((point) == 0) {                                                                  \
         unsigned s_;                                                                       \
         asm volatile("mov.u32 %0, %%smid;" : "=r"(s_));                                    \
-        sk_trace_buf[b_ * 8 + 7] = s_;                                                     \
+        sk_trace_buf[b_ * 16 + 7] = (g_ << 16) | s_;                                       \
       }                                                                                    \
     }                                                                                      \
   } while (0)
