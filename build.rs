@@ -44,6 +44,13 @@ fn main() {
                 serde_json::from_str(&read(&format!("tuning/{arch}.json"))).unwrap_or_else(|e| panic!("tuning/{arch}.json: {e}"));
             assert_eq!(tuning.arch, *arch, "tuning/{arch}.json names arch {}", tuning.arch);
             let facts = target(arch).unwrap();
+            // The table for launches without PDL (sm90-nopdl.json) names kernels too.
+            let mut tuning = tuning;
+            if let Ok(text) = std::fs::read_to_string(format!("tuning/{arch}-nopdl.json")) {
+                let no_pdl: TuningFile = serde_json::from_str(&text).unwrap_or_else(|e| panic!("tuning/{arch}-nopdl.json: {e}"));
+                assert_eq!(no_pdl.arch, *arch, "tuning/{arch}-nopdl.json names arch {}", no_pdl.arch);
+                tuning.entries.extend(no_pdl.entries);
+            }
             let set = compiled_set(arch, &tuning, &fallback);
             for (_, c) in &set {
                 if let Err(e) = c.check(&facts) {

@@ -10,7 +10,7 @@
 //! | `SKINNYLT_REAL_LIB=path` | the real hipBLASLt to forward to |
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
-//! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on) |
+//! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90-nopdl.json` |
 //! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | measured PDL knobs (docs/notes/2026-11-22-session2.md) |
 
 use std::sync::OnceLock;

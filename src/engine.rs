@@ -83,7 +83,25 @@ pub struct DeviceKernels {
     pub arch: Arch,
     pub functions: Vec<Function>,
     pub tuning: Tuning,
+    /// The table for launches without PDL (sm90), if there is one.
+    pub tuning_no_pdl: Option<Tuning>,
     pub fallback: Fallback,
+}
+
+impl DeviceKernels {
+    /// The tuning table for the next launch: PDL changes which kernel and split-K
+    /// win (a table tuned with it on kept six shapes at 0.95-0.97x of cuBLASLt with it
+    /// off), so launches without PDL use their own table where there is one.
+    pub fn table(&self) -> &Tuning {
+        table_for(crate::config::pdl(), &self.tuning, self.tuning_no_pdl.as_ref())
+    }
+}
+
+fn table_for<'a>(pdl: bool, with_pdl: &'a Tuning, without: Option<&'a Tuning>) -> &'a Tuning {
+    match without {
+        Some(t) if !pdl => t,
+        _ => with_pdl,
+    }
 }
 
 static DEVICES: Mutex<Option<FxHashMap<i32, Arc<DeviceKernels>>>> = Mutex::new(None);
@@ -116,6 +134,7 @@ pub fn device_kernels(ordinal: i32) -> Result<Arc<DeviceKernels>, String> {
         arch,
         functions,
         tuning: Tuning::load(arch),
+        tuning_no_pdl: Tuning::load_no_pdl(arch),
         fallback: Fallback::for_arch(arch),
     });
     crate::log_info!(
@@ -126,6 +145,9 @@ pub fn device_kernels(ordinal: i32) -> Result<Arc<DeviceKernels>, String> {
         d.tuning.source,
         d.tuning.entries
     );
+    if let Some(t) = &d.tuning_no_pdl {
+        crate::log_info!("device {ordinal}: without PDL, tuning {} ({} entries)", t.source, t.entries);
+    }
     map.insert(ordinal, d.clone());
     Ok(d)
 }
@@ -287,7 +309,7 @@ pub fn plan(
 
 fn plan_on(e: &Engine, p: &Problem) -> Result<Plan, Reason> {
     let dev = &e.dev;
-    plan(dev.arch, dev.info.units, &dev.tuning, &dev.fallback, dev.rt.backend() == Backend::Cuda, e.own_lane_bytes, p)
+    plan(dev.arch, dev.info.units, dev.table(), &dev.fallback, dev.rt.backend() == Backend::Cuda, e.own_lane_bytes, p)
 }
 
 /// Bytes of one lane of the own partials buffer with the configured size.
@@ -470,6 +492,22 @@ pub fn explain(arch: Arch, p: &Problem) -> Result<(String, Plan), Reason> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Launches without PDL use their own table where the arch has one.
+    #[test]
+    fn the_table_follows_pdl() {
+        let named = |source: &str| {
+            let mut t = Tuning::default();
+            t.source = source.into();
+            t
+        };
+        let (with, without) = (named("with"), named("without"));
+        assert_eq!(table_for(true, &with, Some(&without)).source, "with");
+        assert_eq!(table_for(false, &with, Some(&without)).source, "without");
+        assert_eq!(table_for(false, &with, None).source, "with");
+        assert!(Tuning::load_no_pdl(Arch::Sm90).is_some_and(|t| t.entries > 0));
+        assert!(Tuning::load_no_pdl(Arch::Gfx942).is_none());
+    }
 
     #[test]
     fn params_layout_matches_the_device_struct() {

@@ -77,6 +77,15 @@ pub fn embedded(arch: Arch) -> &'static str {
     }
 }
 
+/// The embedded table for launches without programmatic dependent launch, where
+/// the arch has one (sm90: PDL changes which kernel and split win).
+pub fn embedded_no_pdl(arch: Arch) -> Option<&'static str> {
+    match arch {
+        Arch::Sm90 => Some(include_str!("../../tuning/sm90-nopdl.json")),
+        Arch::Gfx942 | Arch::Gfx950 => None,
+    }
+}
+
 pub fn embedded_fallback() -> &'static str {
     include_str!("../../tuning/fallback.json")
 }
@@ -124,6 +133,28 @@ impl Tuning {
             }
         }
         Tuning::parse(arch, embedded(arch), "embedded").unwrap_or_default()
+    }
+
+    /// The table for launches without PDL: `<arch>-nopdl.json` from the tuning
+    /// directory, the installed one, else the embedded copy; none where the arch has
+    /// none, or where `SKINNYLT_TUNING_FILE` names one table for every launch.
+    pub fn load_no_pdl(arch: Arch) -> Option<Tuning> {
+        let cfg = crate::config::get();
+        if cfg.tuning_file.is_some() {
+            return None;
+        }
+        let embedded = embedded_no_pdl(arch)?;
+        let file = format!("{}-nopdl.json", arch.name());
+        let dirs = cfg.tuning_dir.as_ref().map(std::path::PathBuf::from).into_iter().chain(installed_dir());
+        for c in dirs.map(|d| d.join(&file)) {
+            if let Ok(text) = std::fs::read_to_string(&c) {
+                match Tuning::parse(arch, &text, &c.display().to_string()) {
+                    Ok(t) => return Some(t),
+                    Err(e) => crate::log_warn!("ignoring tuning file {}: {e}", c.display()),
+                }
+            }
+        }
+        Tuning::parse(arch, embedded, "embedded").ok()
     }
 
     pub fn parse(arch: Arch, text: &str, source: &str) -> Result<Tuning, String> {
@@ -209,8 +240,21 @@ mod tests {
     use super::*;
     use crate::tuning::schema::{FallbackFile, compiled_set, target};
 
+    /// Each arch's shipped tables, as build.rs compiles them: the main one with the
+    /// entries of the one without PDL appended.
     fn files() -> Vec<(Arch, TuningFile)> {
-        Arch::ALL.iter().map(|a| (*a, serde_json::from_str(embedded(*a)).unwrap())).collect()
+        Arch::ALL
+            .iter()
+            .map(|a| {
+                let mut f: TuningFile = serde_json::from_str(embedded(*a)).unwrap();
+                if let Some(text) = embedded_no_pdl(*a) {
+                    let no_pdl: TuningFile = serde_json::from_str(text).unwrap();
+                    assert_eq!(no_pdl.arch, a.name());
+                    f.entries.extend(no_pdl.entries);
+                }
+                (*a, f)
+            })
+            .collect()
     }
 
     /// Nothing a shipped tuning file (or the fallback set) names may be missing from
@@ -232,6 +276,11 @@ mod tests {
             assert_eq!(have.kernels.len(), want.len());
             let t = Tuning::parse(arch, embedded(arch), "embedded").unwrap();
             assert_eq!(t.skipped, 0);
+            if let Some(text) = embedded_no_pdl(arch) {
+                let t = Tuning::parse(arch, text, "embedded").unwrap();
+                assert_eq!((t.skipped, t.measured), (0, true));
+                assert_eq!(t.entries, Tuning::parse(arch, embedded(arch), "embedded").unwrap().entries);
+            }
         }
     }
 

@@ -25,7 +25,13 @@ pub fn run() -> i32 {
                 match rt.device_info(d) {
                     Ok(i) => {
                         let kernels = match engine::device_kernels(d) {
-                            Ok(k) => format!("{} kernels loaded, tuning: {} ({} entries)", k.functions.len(), k.tuning.source, k.tuning.entries),
+                            Ok(k) => format!(
+                                "{} kernels loaded, tuning: {} ({} entries){}",
+                                k.functions.len(),
+                                k.tuning.source,
+                                k.tuning.entries,
+                                k.tuning_no_pdl.as_ref().map_or(String::new(), |t| format!("; without PDL: {} ({} entries)", t.source, t.entries))
+                            ),
                             Err(e) => format!("no skinnylt kernels: {e}"),
                         };
                         println!("  device {d}: {} — {} , {} units, L2 {} MiB; {kernels}", i.name, i.arch_name, i.units, i.l2_bytes >> 20);
