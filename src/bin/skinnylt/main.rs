@@ -47,6 +47,10 @@ enum Cmd {
 }
 
 fn main() {
+    // A closed pipe (`skinnylt info | head -1`) ends the command quietly, as with
+    // other Unix tools, instead of a panic from println!. The CLI only: the library
+    // never touches a host application's signal dispositions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Info => info::run(),
