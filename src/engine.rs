@@ -90,8 +90,8 @@ pub struct DeviceKernels {
 
 impl DeviceKernels {
     /// The tuning table for the next launch: PDL changes which kernel and split-K
-    /// win (a table tuned with it on kept six shapes at 0.95-0.97x of cuBLASLt with it
-    /// off), so launches without PDL use their own table where there is one.
+    /// win (the table tuned with it on kept seven shapes at 0.94-0.97x of cuBLASLt
+    /// with it off), so launches without PDL use their own table where there is one.
     pub fn table(&self) -> &Tuning {
         table_for(crate::config::pdl(), &self.tuning, self.tuning_no_pdl.as_ref())
     }

@@ -113,40 +113,30 @@ impl Tuning {
     /// Loads the tuning for `arch` from the first source that exists.
     pub fn load(arch: Arch) -> Tuning {
         let cfg = crate::config::get();
-        let file = format!("{}.json", arch.name());
-        let mut candidates: Vec<std::path::PathBuf> = Vec::new();
-        if let Some(f) = &cfg.tuning_file {
-            candidates.push(f.into());
-        }
-        if let Some(d) = &cfg.tuning_dir {
-            candidates.push(std::path::Path::new(d).join(&file));
-        }
-        if let Some(d) = installed_dir() {
-            candidates.push(d.join(&file));
-        }
-        for c in candidates {
-            if let Ok(text) = std::fs::read_to_string(&c) {
-                match Tuning::parse(arch, &text, &c.display().to_string()) {
-                    Ok(t) => return t,
-                    Err(e) => crate::log_warn!("ignoring tuning file {}: {e}", c.display()),
-                }
-            }
-        }
-        Tuning::parse(arch, embedded(arch), "embedded").unwrap_or_default()
+        let file = cfg.tuning_file.iter().map(std::path::PathBuf::from);
+        Tuning::first_of(arch, file.chain(Tuning::dirs(&format!("{}.json", arch.name()))), embedded(arch)).unwrap_or_default()
     }
 
     /// The table for launches without PDL: `<arch>-nopdl.json` from the tuning
     /// directory, the installed one, else the embedded copy; none where the arch has
     /// none, or where `SKINNYLT_TUNING_FILE` names one table for every launch.
     pub fn load_no_pdl(arch: Arch) -> Option<Tuning> {
-        let cfg = crate::config::get();
-        if cfg.tuning_file.is_some() {
+        if crate::config::get().tuning_file.is_some() {
             return None;
         }
-        let embedded = embedded_no_pdl(arch)?;
-        let file = format!("{}-nopdl.json", arch.name());
-        let dirs = cfg.tuning_dir.as_ref().map(std::path::PathBuf::from).into_iter().chain(installed_dir());
-        for c in dirs.map(|d| d.join(&file)) {
+        Tuning::first_of(arch, Tuning::dirs(&format!("{}-nopdl.json", arch.name())), embedded_no_pdl(arch)?)
+    }
+
+    /// `file` in `SKINNYLT_TUNING_DIR`, then in the installed data directory.
+    fn dirs(file: &str) -> impl Iterator<Item = std::path::PathBuf> {
+        let dir = crate::config::get().tuning_dir.as_ref().map(std::path::PathBuf::from);
+        dir.into_iter().chain(installed_dir()).map(move |d| d.join(file))
+    }
+
+    /// The first of `candidates` that reads and parses (a bad one is logged and
+    /// skipped), else the embedded table.
+    fn first_of(arch: Arch, candidates: impl Iterator<Item = std::path::PathBuf>, embedded: &str) -> Option<Tuning> {
+        for c in candidates {
             if let Ok(text) = std::fs::read_to_string(&c) {
                 match Tuning::parse(arch, &text, &c.display().to_string()) {
                     Ok(t) => return Some(t),
@@ -248,9 +238,7 @@ mod tests {
             .map(|a| {
                 let mut f: TuningFile = serde_json::from_str(embedded(*a)).unwrap();
                 if let Some(text) = embedded_no_pdl(*a) {
-                    let no_pdl: TuningFile = serde_json::from_str(text).unwrap();
-                    assert_eq!(no_pdl.arch, a.name());
-                    f.entries.extend(no_pdl.entries);
+                    f.append(serde_json::from_str(text).unwrap()).unwrap();
                 }
                 (*a, f)
             })

@@ -348,6 +348,18 @@ pub struct TuningFile {
     pub entries: Vec<Entry>,
 }
 
+impl TuningFile {
+    /// Adds the entries of another table of the same arch (the one without PDL), so
+    /// that the kernels both name are compiled: build.rs and its test.
+    pub fn append(&mut self, other: TuningFile) -> Result<(), String> {
+        if other.arch != self.arch {
+            return Err(format!("a table for {} appended to one for {}", other.arch, self.arch));
+        }
+        self.entries.extend(other.entries);
+        Ok(())
+    }
+}
+
 /// `tuning/fallback.json`: per arch, the configs the hardware-aware fallback
 /// chooses from for shapes no tuning entry covers (compiled for both dtypes).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -203,7 +203,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         // kernels that read W the fewest times (token tile covering M) first; (2) every
         // split of each kernel, in the order of round 1's times, while the budget lasts.
         kernels_splits.sort_by_key(|(ki, _)| sh.m.div_ceil(kernels::for_arch(arch).kernels[*ki].config.tile_m));
-        let mut screened: Vec<(f64, usize)> = Vec::new();
+        let mut screened: Vec<(f64, usize, &Vec<u32>)> = Vec::new();
         for (ki, splits) in &kernels_splits {
             if t0.elapsed().as_secs_f64() > a.budget {
                 break;
@@ -212,15 +212,14 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             let tiles = sh.n.div_ceil(c.tile_n) * sh.m.div_ceil(c.tile_m);
             let choice = Choice::Run { kernel: *ki, split_k: screening_split(splits, tiles, units) };
             if let Some(t) = measure(choice, a.reps.min(3))? {
-                screened.push((t, *ki));
+                screened.push((t, *ki, splits));
                 if best.is_none_or(|(bt, _)| t < bt) {
                     best = Some((t, choice));
                 }
             }
         }
         screened.sort_by(|x, y| x.0.total_cmp(&y.0));
-        'finals: for &(_, ki) in &screened {
-            let splits = &kernels_splits.iter().find(|(k, _)| *k == ki).expect("screened").1;
+        'finals: for &(_, ki, splits) in &screened {
             for &split in splits {
                 if t0.elapsed().as_secs_f64() > a.budget {
                     break 'finals;
