@@ -7,6 +7,9 @@
 #include "prelude/prelude.h"
 extern "C" __attribute__((device)) unsigned long long sk_trace_buf[1 << 16];
 __attribute__((device)) unsigned long long sk_trace_buf[1 << 16];
+#ifdef KTRACE_NOTRACE  // timing builds: the kernels as the library ships them
+#define SK_TRACE(point)
+#else
 #define SK_TRACE(point)                                                                    \
   do {                                                                                     \
     if (__nvvm_read_ptx_sreg_tid_x() == 0) {                                               \
@@ -26,6 +29,7 @@ __attribute__((device)) unsigned long long sk_trace_buf[1 << 16];
       }                                                                                    \
     }                                                                                      \
   } while (0)
+#endif
 #include "wgmma_gemm.h"
 #include "splitk_gemm.h"
 
@@ -55,3 +59,6 @@ SPLITK(sk_m8n16k128_s8_w114_cl, 8, 16, 128, 8, 1, 1, 4, true)
 SPLITK(sk_m8n16k256_s6_w118_cl, 8, 16, 256, 6, 1, 1, 8, true)
 SPLITK(sk_m8n32k128_s8_w122_cl, 8, 32, 128, 8, 1, 2, 2, true)
 SPLITK(sk_m8n64k128_s6_w141_cl, 8, 64, 128, 6, 1, 4, 1, true)
+SPLITK(sk_m16n16k128_s8_w114_cl, 16, 16, 128, 8, 1, 1, 4, true)
+SPLITK(sk_m16n32k128_s8_w122_cl, 16, 32, 128, 8, 1, 2, 2, true)
+C(m32n64k64_s8_cl, 32, 64, 64, 8, 1, true)

@@ -7,6 +7,10 @@
 //   plain     16-B st.shared::cluster, bar.sync, one release arrival per peer
 //   bulk      one cp.async.bulk shared::cta -> shared::cluster per peer, transaction bytes
 //             on the receiver's barrier; a cluster barrier before exit keeps the sources alive
+//   global    16-B global stores of each peer's slice into a per-rank global slot, one
+//             cluster barrier (release/acquire), then 16-B L2 loads of our slice from every
+//             peer's slot: the exchange through L2, with the cluster only as a barrier
+//   barrier   the cluster barrier alone (what `global` pays on top of its stores and loads)
 // All threads send, round-robin over (peer, 16-B piece). One CTA per SM, 132/S clusters.
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -31,9 +35,9 @@ __device__ __forceinline__ void wait_cl(unsigned long long* bar) {
                  : "=r"(done) : "r"(sa(bar)) : "memory");
   } while (!done);
 }
-enum Mode { ST_ASYNC, PLAIN, BULK };
+enum Mode { ST_ASYNC, PLAIN, BULK, GLOBAL, BARRIER };
 template <int MODE>
-__global__ void __launch_bounds__(128) scatter(int S, int tile_bytes) {
+__global__ void __launch_bounds__(128) scatter(int S, int tile_bytes, float4* gbuf) {
   extern __shared__ __align__(128) char sm[];
   char* const tile = sm;                 // our tile
   char* const recv = sm + tile_bytes;    // [S-1][slice] received slices
@@ -51,6 +55,39 @@ __global__ void __launch_bounds__(128) scatter(int S, int tile_bytes) {
   const unsigned long long t0 = clk();
   if (MODE != PLAIN && tid == 0)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sa(&bar)), "r"((S - 1) * slice) : "memory");
+  if (MODE == GLOBAL || MODE == BARRIER) {
+    const int pieces = slice / 16;
+    const unsigned cl = blockIdx.x / S;
+    float4* const mine = gbuf + ((size_t)cl * S + rank) * (tile_bytes / 16);
+    if (MODE == GLOBAL)
+      for (int i = tid; i < (S - 1) * pieces; i += 128) {
+        const unsigned q = (rank + 1 + i / pieces) % S;
+        mine[q * pieces + i % pieces] = *(const float4*)(tile + q * slice + (i % pieces) * 16);
+      }
+    const unsigned long long ts = clk();
+    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    const unsigned long long tb_ = clk();
+    float4 acc = {0.f, 0.f, 0.f, 0.f};
+    if (MODE == GLOBAL)
+      for (int i = tid; i < pieces; i += 128) {
+        float4 v[16];
+#pragma unroll
+        for (int r = 0; r < 16; ++r)
+          if (r < S && r != (int)rank) v[r] = __ldcg(gbuf + ((size_t)cl * S + r) * (tile_bytes / 16) + rank * pieces + i);
+#pragma unroll
+        for (int r = 0; r < 16; ++r)
+          if (r < S && r != (int)rank) { acc.x += v[r].x; acc.y += v[r].y; acc.z += v[r].z; acc.w += v[r].w; }
+      }
+    const unsigned long long t3 = clk();
+    if (tid == 0) {
+      unsigned long long* o = tb + blockIdx.x * 4;
+      o[0] = ts - t0;   // stores issued
+      o[1] = tb_ - t0;  // barrier passed
+      o[2] = t3 - t0;   // slice loaded and summed
+      o[3] = acc.x == -1.f;
+    }
+    return;
+  }
   if (MODE == BULK) {
     if (tid >= 1 && tid < S) {
       const unsigned q = (rank + tid) % S, from = rank < q ? rank : rank - 1;
@@ -94,6 +131,8 @@ __global__ void __launch_bounds__(128) scatter(int S, int tile_bytes) {
 }
 template <int MODE>
 void run(const char* name, int S, int tile) {
+  static float4* gbuf = nullptr;
+  if (!gbuf) cudaMalloc(&gbuf, (size_t)132 * 32768);
   auto k = scatter<MODE>;
   const int lds = std::max(2 * tile, 120 << 10);  // one CTA per SM
   cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, lds);
@@ -109,9 +148,9 @@ void run(const char* name, int S, int tile) {
   cfg.attrs = at; cfg.numAttrs = 1;
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0); cudaEventCreate(&e1);
-  for (int i = 0; i < 3; ++i) cudaLaunchKernelEx(&cfg, k, S, tile);
+  for (int i = 0; i < 3; ++i) cudaLaunchKernelEx(&cfg, k, S, tile, gbuf);
   cudaEventRecord(e0);
-  for (int i = 0; i < 100; ++i) cudaLaunchKernelEx(&cfg, k, S, tile);
+  for (int i = 0; i < 100; ++i) cudaLaunchKernelEx(&cfg, k, S, tile, gbuf);
   cudaEventRecord(e1);
   cudaEventSynchronize(e1);
   float ms; cudaEventElapsedTime(&ms, e0, e1);
@@ -130,6 +169,8 @@ int main() {
       run<ST_ASYNC>("st.async", S, tile);
       run<PLAIN>("plain", S, tile);
       run<BULK>("bulk", S, tile);
+      run<GLOBAL>("global", S, tile);
+      run<BARRIER>("barrier", S, tile);
     }
   return 0;
 }
