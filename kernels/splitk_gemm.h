@@ -287,7 +287,18 @@ struct SplitK {
     SK_TRACE(4);
     if (!owned) return;
 
-    // ---- epilogue ----
+    // ---- epilogue: the lane's bias values first, every load in flight at once (a
+    // bias load per output, under the store's conditions, waited out one latency each) ----
+    float bias[RA][4];
+#pragma unroll
+    for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        int row, tok;
+        Atom::out_coord(lane, r, row, tok);
+        const int n = n_wave + ra * Atom::ROWS + row;
+        bias[ra][r] = p.bias && n < p.n ? to_f32(T{}, p.bias[n]) : 0.f;
+      }
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
@@ -297,7 +308,8 @@ struct SplitK {
           if (!(owned >> (ra * TA + ta) & 1)) continue;
           int row, tok;
           Atom::out_coord(lane, r, row, tok);
-          store_output<T>(p, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r]);
+          store_output<T>(p, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r],
+                          bias[ra][r]);
         }
     SK_TRACE(5);
   }
