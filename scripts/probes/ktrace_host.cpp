@@ -139,6 +139,25 @@ int main(int argc, char** argv) {
       void* args[2] = {&pp, &maps[i]};
       CU(cuLaunchKernelEx(&cfg, fn, args, nullptr));
     };
+    // A graph of `count` back-to-back launches with the library's PDL settings, and
+    // its time per launch (median of `reps` replays of a graph of 96).
+    auto graph_of = [&](int count) {
+      CUgraph g; CUgraphExec ge;
+      CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+      for (int i = 0; i < count; ++i) launch(i % NBUF, true);
+      CU(cuStreamEndCapture(st, &g));
+      CU(cuGraphInstantiate(&ge, g, 0));
+      return ge;
+    };
+    auto pdl_graph_time = [&](CUgraphExec g96, int reps) {
+      std::vector<double> t;
+      for (int rep = 0; rep < reps; ++rep) {
+        CU(cuEventRecord(e0, st)); CU(cuGraphLaunch(g96, st)); CU(cuEventRecord(e1, st));
+        CU(cuEventSynchronize(e1));
+        float ms; CU(cuEventElapsedTime(&ms, e0, e1)); t.push_back(ms * 1000 / 96);
+      }
+      return median(t);
+    };
     // Back-to-back: time per launch, median of 5 x 24 launches.
     std::vector<double> per;
     for (int rep = 0; rep < 5; ++rep) {
@@ -147,34 +166,19 @@ int main(int argc, char** argv) {
       CU(cuEventRecord(e1, st)); CU(cuEventSynchronize(e1));
       float ms; CU(cuEventElapsedTime(&ms, e0, e1)); per.push_back(ms * 1000 / 24);
     }
-    // Traced launches, median over 5 of the span and of per-CTA phase times. Modes:
-    // cold = isolated launch on cold weights; hot = the same weights launched just before
-    // (W and code in L2); warm = another (cold) weight set's launch just before, unsynchronised.
     const int ctas = tiles * S;
-    std::vector<unsigned long long> tr(ctas * 16);
     // KTRACE_TIMING=1 (for a PTX built with -DKTRACE_NOTRACE): only the two times per
     // launch, plain back-to-back and PDL graph, with no trace point in the kernel.
-    const bool timing_only = getenv("KTRACE_TIMING") != nullptr;
-    if (timing_only) {
-      auto g = [&] {
-        CUgraph gr; CUgraphExec ge;
-        CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        for (int i = 0; i < 96; ++i) launch(i % NBUF, true);
-        CU(cuStreamEndCapture(st, &gr));
-        CU(cuGraphInstantiate(&ge, gr, 0));
-        return ge;
-      }();
-      std::vector<double> pg;
-      for (int rep = 0; rep < 9; ++rep) {
-        CU(cuEventRecord(e0, st)); CU(cuGraphLaunch(g, st)); CU(cuEventRecord(e1, st));
-        CU(cuEventSynchronize(e1));
-        float ms; CU(cuEventElapsedTime(&ms, e0, e1)); pg.push_back(ms * 1000 / 96);
-      }
+    if (getenv("KTRACE_TIMING")) {
       printf("timing %s M=%d N=%d K=%d S=%d ctas=%d per_launch=%.3f per_launch_pdl_graph=%.3f\n", name.c_str(), M, N, K,
-             S, ctas, median(per), median(pg));
+             S, ctas, median(per), pdl_graph_time(graph_of(96), 9));
       fflush(stdout);
       continue;
     }
+    // Traced launches, median over 5 of the span and of per-CTA phase times. Modes:
+    // cold = isolated launch on cold weights; hot = the same weights launched just before
+    // (W and code in L2); warm = another (cold) weight set's launch just before, unsynchronised.
+    std::vector<unsigned long long> tr(ctas * 16);
     for (const char* mode : {"cold", "warm", "hot"}) {
       std::vector<double> span, ph[7], end_main_max, pre6, post6;
       for (int rep = 0; rep < 5; ++rep) {
@@ -220,21 +224,8 @@ int main(int argc, char** argv) {
     // each phase relative to the end of the predecessor's last CTA (E): negative =
     // overlapped with the predecessor.
     if (getenv("KTRACE_CHAIN")) {
-      auto graph_of = [&](int count) {
-        CUgraph g; CUgraphExec ge;
-        CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        for (int i = 0; i < count; ++i) launch(i % NBUF, true);
-        CU(cuStreamEndCapture(st, &g));
-        CU(cuGraphInstantiate(&ge, g, 0));
-        return ge;
-      };
       CUgraphExec g96 = graph_of(96), g8 = graph_of(8);
-      std::vector<double> per_pdl;
-      for (int rep = 0; rep < 7; ++rep) {
-        CU(cuEventRecord(e0, st)); CU(cuGraphLaunch(g96, st)); CU(cuEventRecord(e1, st));
-        CU(cuEventSynchronize(e1));
-        float ms; CU(cuEventElapsedTime(&ms, e0, e1)); per_pdl.push_back(ms * 1000 / 96);
-      }
+      const double per_pdl = pdl_graph_time(g96, 7);
       std::vector<double> f[9];
       for (int rep = 0; rep < 7; ++rep) {
         CU(cuGraphLaunch(g96, st));  // predecessor traffic like the bench's
@@ -279,7 +270,7 @@ int main(int argc, char** argv) {
       printf("chain %s M=%d N=%d K=%d S=%d ctas=%d per_launch_pdl_graph=%.2f | relative to predecessor end E: "
              "first_start=%.2f last_start=%.2f wait_done_first=%.2f wait_done_med=%.2f first_stage_med=%.2f "
              "main_done_med=%.2f main_done_max=%.2f end_max(period)=%.2f | predecessor tail (E - its last main done)=%.2f\n",
-             name.c_str(), M, N, K, S, ctas, median(per_pdl), median(f[0]), median(f[1]), median(f[2]), median(f[3]),
+             name.c_str(), M, N, K, S, ctas, per_pdl, median(f[0]), median(f[1]), median(f[2]), median(f[3]),
              median(f[4]), median(f[5]), median(f[6]), median(f[7]), median(f[8]));
     }
     fflush(stdout);

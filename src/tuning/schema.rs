@@ -177,13 +177,13 @@ impl KernelConfig {
         base + self.recv_slots(t, base) * e4 * 16
     }
     /// SplitCombine::recv_slots: the cluster combine's own receive slots (one
-    /// partial each, at most 15), as many as fit beside `base` bytes without
+    /// partial each, at most one per peer of the largest cluster), as many as fit beside `base` bytes without
     /// lowering the CTAs per SM.
     fn recv_slots(&self, t: &TargetFacts, base: u32) -> u32 {
         if !self.cluster {
             return 0;
         }
-        (lds_spare(t, base) / (self.tile_m * self.tile_n * 4)).min(15)
+        (lds_spare(t, base) / (self.tile_m * self.tile_n * 4)).min(MAX_CLUSTER_SPLIT - 1)
     }
     /// The kernel's symbol name for one element type.
     pub fn name(&self, dtype: DType) -> String {

@@ -193,8 +193,13 @@ pub fn copy_bandwidth(cu: &Runtime, s: *mut c_void) -> Result<f64, String> {
     }
     cu.event_destroy(e0);
     cu.event_destroy(e1);
-    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Ok(2.0 * bytes as f64 / (t[t.len() / 2] * 1e-3))
+    Ok(2.0 * bytes as f64 / (median(t) * 1e-3))
+}
+
+/// The median of a non-empty set of times.
+fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
 }
 
 /// Median time per GEMM (µs) of a graph of `count` GEMMs enqueued by `enqueue`.
@@ -215,8 +220,7 @@ pub fn time_graph(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, enque
     cu.graph_destroy(exec);
     cu.event_destroy(e0);
     cu.event_destroy(e1);
-    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Ok(t[t.len() / 2])
+    Ok(median(t))
 }
 
 /// Host time per call (µs): `count` calls enqueued back to back without waiting
@@ -232,8 +236,7 @@ pub fn host_time(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, call: 
         t.push(t0.elapsed().as_secs_f64() * 1e6 / count as f64);
     }
     cu.sync(s)?;
-    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Ok(t[t.len() / 2])
+    Ok(median(t))
 }
 
 /// The vendor's time per GEMM (µs) on the cold sets: the fastest of `p`'s
@@ -355,17 +358,13 @@ fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
     progress.finish();
     summary(&rows);
     if !hosts.is_empty() {
-        let median = |f: fn(&(f64, f64)) -> f64| {
-            let mut v: Vec<f64> = hosts.iter().map(f).collect();
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            v[v.len() / 2]
-        };
+        let median_of = |f: fn(&(f64, f64)) -> f64| median(hosts.iter().map(f).collect());
         println!(
             "host time per call (routing + launch, {} shapes skinnylt runs): skinnylt median {:.2} µs, {} median {:.2} µs; skinnylt lower on {} of {}",
             hosts.len(),
-            median(|h| h.0),
+            median_of(|h| h.0),
             lt.name(),
-            median(|h| h.1),
+            median_of(|h| h.1),
             hosts.iter().filter(|h| h.0 < h.1).count(),
             hosts.len()
         );
