@@ -94,6 +94,16 @@ constexpr int lds_spare(int base) {
   return ctas == 0 ? 0 : SM_LDS_BYTES / ctas - LDS_RESERVED_PER_CTA - base;
 }
 
+// Tells the compiler what the launch guarantees: a cluster holds at most MAX_CLUSTER
+// CTAs (engine.rs caps the cluster split; a larger cluster does not launch). Then the
+// combine paths a kernel with enough receive slots never takes (the "go" hop, the
+// pull) are dropped: the split-K kernels' PTX shrank by 18-26 %, and their tail,
+// which every CTA runs once and cold, got 0.03-0.15 us faster (docs/notes, session 8).
+template <bool CLUSTER>
+SK_DEVICE void cluster_split_bound(int S) {
+  if (CLUSTER && S > MAX_CLUSTER) __builtin_unreachable();
+}
+
 // The inter-CTA split-K combine of one TILE_M x TILE_N output tile, deterministic
 // and graph-safe. The tile's fp32 values are E4 float4 "quads"; a family hands in,
 // per thread, Q quads and where they sit (quad q at index base + q * stride), and
@@ -163,6 +173,9 @@ struct SplitCombine {
                             int stride, const TileCoord& c, int tid, int region, char* recv, int slots_own) {
     const int S = p.split_k;
     if (S <= 1) return holder ? ALL : 0;
+    // One quad per thread only: with two (m16 tiles) the pruned code measured 0.25-0.45 us
+    // slower at S = 3 and 5 on the H100 (code placement in a cold tail; session 8).
+    if (Q == 1) cluster_split_bound<CLUSTER>(S);
     if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
     const bool direct = S - 1 <= slots_own;  // receive slots of its own: no "go"
     if (CLUSTER && (direct || push(S, region))) {
