@@ -44,12 +44,17 @@ fn main() {
                 serde_json::from_str(&read(&format!("tuning/{arch}.json"))).unwrap_or_else(|e| panic!("tuning/{arch}.json: {e}"));
             assert_eq!(tuning.arch, *arch, "tuning/{arch}.json names arch {}", tuning.arch);
             let facts = target(arch).unwrap();
-            // The table for launches without PDL (sm90-nopdl.json) names kernels too.
+            // The arch's other tables (without PDL, device variants: tuning/{arch}-*.json)
+            // name kernels too.
             let mut tuning = tuning;
-            let name = format!("tuning/{arch}-nopdl.json");
-            if let Ok(text) = std::fs::read_to_string(&name) {
-                let no_pdl = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-                tuning.append(no_pdl).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for path in walk(Path::new("tuning")) {
+                let file = path.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+                if !(file.starts_with(&format!("{arch}-")) && file.ends_with(".json")) {
+                    continue;
+                }
+                let name = path.display().to_string();
+                let other = serde_json::from_str(&read(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+                tuning.append(other).unwrap_or_else(|e| panic!("{name}: {e}"));
             }
             let set = compiled_set(arch, &tuning, &fallback);
             for (_, c) in &set {

@@ -6,11 +6,11 @@
 //! | `SKINNYLT_LOG=level[:file]` | `off`, `error`, `warn`, `info`, `debug`, `trace` (or 0–5); `%i` in the file name becomes the pid |
 //! | `SKINNYLT_MAX_M=n` | largest token count (BLAS n) skinnylt runs itself (default 128) |
 //! | `SKINNYLT_TUNING_FILE=path` | a tuning JSON that replaces the shipped one for the device's arch |
-//! | `SKINNYLT_TUNING_DIR=dir` | where to look for `<arch>.json` before the embedded copies |
+//! | `SKINNYLT_TUNING_DIR=dir` | where to look for `<arch>.json` (or the device's variant file) before the embedded copies |
 //! | `SKINNYLT_REAL_LIB=path` | the real hipBLASLt to forward to |
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
-//! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90-nopdl.json` |
+//! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
 //! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | measured PDL knobs (docs/notes/2026-11-22-session2.md) |
 
 use std::sync::OnceLock;

@@ -127,14 +127,15 @@ pub fn device_kernels(ordinal: i32) -> Result<Arc<DeviceKernels>, String> {
         }
         functions.push(f);
     }
+    let (tuning, tuning_no_pdl) = (Tuning::load(arch, &info.name), Tuning::load_no_pdl(arch, &info.name));
     let d = Arc::new(DeviceKernels {
         rt,
         ctx,
         info,
         arch,
         functions,
-        tuning: Tuning::load(arch),
-        tuning_no_pdl: Tuning::load_no_pdl(arch),
+        tuning,
+        tuning_no_pdl,
         fallback: Fallback::for_arch(arch),
     });
     crate::log_info!(
@@ -505,8 +506,10 @@ mod tests {
         assert_eq!(table_for(true, &with, Some(&without)).source, "with");
         assert_eq!(table_for(false, &with, Some(&without)).source, "without");
         assert_eq!(table_for(false, &with, None).source, "with");
-        assert!(Tuning::load_no_pdl(Arch::Sm90).is_some_and(|t| t.entries > 0));
-        assert!(Tuning::load_no_pdl(Arch::Gfx942).is_none());
+        for device in ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] {
+            assert!(Tuning::load_no_pdl(Arch::Sm90, device).is_some_and(|t| t.entries > 0));
+        }
+        assert!(Tuning::load_no_pdl(Arch::Gfx942, "AMD Instinct MI300X").is_none());
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! "forward"; shapes it does not list get the hardware-aware fallback. The file is
 //! read once per device, from `SKINNYLT_TUNING_FILE`, `SKINNYLT_TUNING_DIR`, the
 //! installed data directory, or the copy embedded at build time, in that order.
+//! Devices of one arch can differ enough to need their own table (an H200 streams
+//! 1.4x faster than an H100: the H100's table ran 20 of its shapes at 0.83-0.99x of
+//! cuBLASLt). A device variant, `tuning/<arch>-<variant>.json`, names the devices it
+//! is for, and a device whose name matches one reads that file instead.
 
 pub mod fallback;
 pub mod schema;
@@ -86,6 +90,48 @@ pub fn embedded_no_pdl(arch: Arch) -> Option<&'static str> {
     }
 }
 
+/// A device variant of an arch's tables (see the module comment): the files
+/// `tuning/<arch>-<name>.json` and, optionally, `tuning/<arch>-<name>-nopdl.json`.
+#[derive(Clone, Copy, Debug)]
+pub struct Variant {
+    pub name: &'static str,
+    pub table: &'static str,
+    pub no_pdl: Option<&'static str>,
+}
+
+pub fn embedded_variants(arch: Arch) -> &'static [Variant] {
+    match arch {
+        Arch::Sm90 => &[Variant {
+            name: "h200",
+            table: include_str!("../../tuning/sm90-h200.json"),
+            no_pdl: Some(include_str!("../../tuning/sm90-h200-nopdl.json")),
+        }],
+        Arch::Gfx942 | Arch::Gfx950 => &[],
+    }
+}
+
+impl Variant {
+    /// The device-name patterns its table names.
+    pub fn devices(&self) -> Vec<String> {
+        serde_json::from_str::<TuningFile>(self.table).map(|f| f.devices).unwrap_or_default()
+    }
+}
+
+/// The variant whose table names a device matching `device` (its name, as the
+/// runtime reports it), if any.
+pub fn variant_for(arch: Arch, device: &str) -> Option<&'static Variant> {
+    let device = device.to_ascii_lowercase();
+    embedded_variants(arch)
+        .iter()
+        .find(|v| v.devices().iter().any(|d| !d.is_empty() && device.contains(&d.to_ascii_lowercase())))
+}
+
+/// The file name of `arch`'s table on `device`: `<arch>[-<variant>][-nopdl].json`.
+pub fn file_name(arch: Arch, device: &str, pdl: bool) -> String {
+    let variant = variant_for(arch, device).map(|v| format!("-{}", v.name)).unwrap_or_default();
+    format!("{}{variant}{}.json", arch.name(), if pdl { "" } else { "-nopdl" })
+}
+
 pub fn embedded_fallback() -> &'static str {
     include_str!("../../tuning/fallback.json")
 }
@@ -110,21 +156,30 @@ pub fn installed_dir() -> Option<std::path::PathBuf> {
 }
 
 impl Tuning {
-    /// Loads the tuning for `arch` from the first source that exists.
-    pub fn load(arch: Arch) -> Tuning {
+    /// Loads the tuning for `arch` on the device named `device` from the first
+    /// source that exists (the device's variant file where it has one).
+    pub fn load(arch: Arch, device: &str) -> Tuning {
         let cfg = crate::config::get();
         let file = cfg.tuning_file.iter().map(std::path::PathBuf::from);
-        Tuning::first_of(arch, file.chain(Tuning::dirs(&format!("{}.json", arch.name()))), embedded(arch)).unwrap_or_default()
+        let name = file_name(arch, device, true);
+        let embedded = variant_for(arch, device).map_or(embedded(arch), |v| v.table);
+        Tuning::first_of(arch, file.chain(Tuning::dirs(&name)), embedded, &name).unwrap_or_default()
     }
 
-    /// The table for launches without PDL: `<arch>-nopdl.json` from the tuning
-    /// directory, the installed one, else the embedded copy; none where the arch has
-    /// none, or where `SKINNYLT_TUNING_FILE` names one table for every launch.
-    pub fn load_no_pdl(arch: Arch) -> Option<Tuning> {
+    /// The table for launches without PDL: `<arch>[-<variant>]-nopdl.json` from the
+    /// tuning directory, the installed one, else the embedded copy; none where the
+    /// arch (or the device's variant) has none, or where `SKINNYLT_TUNING_FILE` names
+    /// one table for every launch.
+    pub fn load_no_pdl(arch: Arch, device: &str) -> Option<Tuning> {
         if crate::config::get().tuning_file.is_some() {
             return None;
         }
-        Tuning::first_of(arch, Tuning::dirs(&format!("{}-nopdl.json", arch.name())), embedded_no_pdl(arch)?)
+        let name = file_name(arch, device, false);
+        let embedded = match variant_for(arch, device) {
+            Some(v) => v.no_pdl?,
+            None => embedded_no_pdl(arch)?,
+        };
+        Tuning::first_of(arch, Tuning::dirs(&name), embedded, &name)
     }
 
     /// `file` in `SKINNYLT_TUNING_DIR`, then in the installed data directory.
@@ -134,8 +189,8 @@ impl Tuning {
     }
 
     /// The first of `candidates` that reads and parses (a bad one is logged and
-    /// skipped), else the embedded table.
-    fn first_of(arch: Arch, candidates: impl Iterator<Item = std::path::PathBuf>, embedded: &str) -> Option<Tuning> {
+    /// skipped), else the embedded copy of `name`.
+    fn first_of(arch: Arch, candidates: impl Iterator<Item = std::path::PathBuf>, embedded: &str, name: &str) -> Option<Tuning> {
         for c in candidates {
             if let Ok(text) = std::fs::read_to_string(&c) {
                 match Tuning::parse(arch, &text, &c.display().to_string()) {
@@ -144,7 +199,7 @@ impl Tuning {
                 }
             }
         }
-        Tuning::parse(arch, embedded, "embedded").ok()
+        Tuning::parse(arch, embedded, &format!("embedded {name}")).ok()
     }
 
     pub fn parse(arch: Arch, text: &str, source: &str) -> Result<Tuning, String> {
@@ -230,19 +285,67 @@ mod tests {
     use super::*;
     use crate::tuning::schema::{FallbackFile, compiled_set, target};
 
+    /// Every embedded table of an arch: the main one, the one without PDL, and the
+    /// device variants' (both kinds).
+    fn texts(a: Arch) -> Vec<&'static str> {
+        let mut v = vec![embedded(a)];
+        v.extend(embedded_no_pdl(a));
+        for var in embedded_variants(a) {
+            v.push(var.table);
+            v.extend(var.no_pdl);
+        }
+        v
+    }
+
     /// Each arch's shipped tables, as build.rs compiles them: the main one with the
-    /// entries of the one without PDL appended.
+    /// entries of every other appended.
     fn files() -> Vec<(Arch, TuningFile)> {
         Arch::ALL
             .iter()
             .map(|a| {
-                let mut f: TuningFile = serde_json::from_str(embedded(*a)).unwrap();
-                if let Some(text) = embedded_no_pdl(*a) {
+                let texts = texts(*a);
+                let mut f: TuningFile = serde_json::from_str(texts[0]).unwrap();
+                for text in &texts[1..] {
                     f.append(serde_json::from_str(text).unwrap()).unwrap();
                 }
                 (*a, f)
             })
             .collect()
+    }
+
+    /// A device whose name contains a variant's pattern reads the variant's tables
+    /// (both kinds), any other the arch's; the main tables name no devices, every
+    /// variant's do, and all of them parse whole and measured.
+    #[test]
+    fn devices_pick_their_variant() {
+        assert_eq!(variant_for(Arch::Sm90, "NVIDIA H200").map(|v| v.name), Some("h200"));
+        assert_eq!(variant_for(Arch::Sm90, "NVIDIA H200 NVL").map(|v| v.name), Some("h200"));
+        assert!(variant_for(Arch::Sm90, "NVIDIA H100 80GB HBM3").is_none());
+        assert!(variant_for(Arch::Gfx942, "AMD Instinct MI300X").is_none());
+        assert_eq!(file_name(Arch::Sm90, "NVIDIA H200", true), "sm90-h200.json");
+        assert_eq!(file_name(Arch::Sm90, "NVIDIA H200", false), "sm90-h200-nopdl.json");
+        assert_eq!(file_name(Arch::Sm90, "NVIDIA H100 PCIe", false), "sm90-nopdl.json");
+        assert_eq!(file_name(Arch::Gfx950, "AMD Instinct MI355X", true), "gfx950.json");
+        for &a in Arch::ALL.iter() {
+            let main: TuningFile = serde_json::from_str(embedded(a)).unwrap();
+            assert!(main.devices.is_empty(), "{}", a.name());
+            for var in embedded_variants(a) {
+                for text in std::iter::once(var.table).chain(var.no_pdl) {
+                    let f: TuningFile = serde_json::from_str(text).unwrap();
+                    assert_eq!((f.arch.as_str(), f.devices.is_empty()), (a.name(), false), "{}", var.name);
+                    let t = Tuning::parse(a, text, var.name).unwrap();
+                    assert_eq!((t.skipped, t.measured), (0, true), "{}", var.name);
+                }
+            }
+        }
+        let h200 = Tuning::load(Arch::Sm90, "NVIDIA H200");
+        let h100 = Tuning::load(Arch::Sm90, "NVIDIA H100 80GB HBM3");
+        if crate::config::get().tuning_file.is_none() && crate::config::get().tuning_dir.is_none() {
+            assert_eq!(h200.source, "embedded sm90-h200.json");
+            assert_eq!(h100.source, "embedded sm90.json");
+            let no_pdl = Tuning::load_no_pdl(Arch::Sm90, "NVIDIA H200").unwrap();
+            assert_eq!(no_pdl.source, "embedded sm90-h200-nopdl.json");
+        }
     }
 
     /// Nothing a shipped tuning file (or the fallback set) names may be missing from

@@ -337,20 +337,24 @@ pub struct Provenance {
     pub notes: String,
 }
 
-/// `tuning/<arch>.json`.
+/// `tuning/<arch>.json`, or a device variant `tuning/<arch>-<variant>.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TuningFile {
     pub schema: u32,
     pub arch: String,
+    /// A variant's devices: it is chosen on a device whose name contains one of
+    /// these (case-insensitive). Empty: the arch's table, for every other device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
     #[serde(default)]
     pub provenance: Provenance,
     pub entries: Vec<Entry>,
 }
 
 impl TuningFile {
-    /// Adds the entries of another table of the same arch (the one without PDL), so
-    /// that the kernels both name are compiled: build.rs and its test.
+    /// Adds the entries of another table of the same arch (the one without PDL, a
+    /// device variant), so that the kernels all name are compiled: build.rs and its test.
     pub fn append(&mut self, other: TuningFile) -> Result<(), String> {
         if other.arch != self.arch {
             return Err(format!("a table for {} appended to one for {}", other.arch, self.arch));

@@ -13,7 +13,7 @@ use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::MIN_BLOCKS;
 use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
-use skinnylt::{engine, kernels, vendor};
+use skinnylt::{engine, kernels, tuning, vendor};
 
 use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, on_gpu, time_graph, units, vendor_time};
 use crate::client::Handle;
@@ -64,16 +64,21 @@ pub fn run(a: &Args) -> i32 {
     on_gpu("tune", |rt| tune(rt, a))
 }
 
-/// Where a tuning file for `arch` goes: `--out`, else tuning/<arch>.json.
-fn out_path(a: &Args, arch: gpu::Arch) -> String {
-    a.out.clone().unwrap_or_else(|| format!("tuning/{}.json", arch.name()))
+/// Where a tuning file goes: `--out`, else the file the library reads on this
+/// device (`tuning/<arch>[-<variant>][-nopdl].json`), or tuning/<arch>.json for a
+/// model (no device).
+fn out_path(a: &Args, arch: gpu::Arch, device: Option<&str>) -> String {
+    a.out.clone().unwrap_or_else(|| match device {
+        Some(name) => format!("tuning/{}", tuning::file_name(arch, name, skinnylt::config::pdl())),
+        None => format!("tuning/{}.json", arch.name()),
+    })
 }
 
 fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
     let dev = engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let arch = dev.arch;
-    let out = out_path(a, arch);
+    let out = out_path(a, arch, Some(&dev.info.name));
     let lt = vendor::for_backend(cu.backend())?;
     let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
@@ -81,7 +86,14 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
     let mut file: TuningFile = std::fs::read_to_string(&out)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(TuningFile { schema: 1, arch: arch.name().into(), provenance: Provenance::default(), entries: vec![] });
+        .unwrap_or_else(|| TuningFile {
+            schema: 1,
+            arch: arch.name().into(),
+            // On a device with its own variant, a file the library can take as one.
+            devices: tuning::variant_for(arch, &dev.info.name).map(|v| v.devices()).unwrap_or_default(),
+            provenance: Provenance::default(),
+            entries: vec![],
+        });
     // Resuming another arch's file would skip its shapes and mix the two.
     if file.arch != arch.name() {
         return Err(format!("{out} is a tuning file for {}, this device is {}: pass --out", file.arch, arch.name()));
@@ -345,6 +357,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
     let file = TuningFile {
         schema: 1,
         arch: arch.name().into(),
+        devices: vec![],
         provenance: Provenance {
             device: format!("model of {} ({} CUs, {:.1} TB/s peak HBM); not measured on the chip", arch.name(), arch.default_units(), bw / 1e12),
             date: today(),
@@ -355,7 +368,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         },
         entries,
     };
-    let out = out_path(a, arch);
+    let out = out_path(a, arch, None);
     std::fs::write(&out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
     println!("{}: {} model entries written to {out}", arch.name(), file.entries.len());
     Ok(())
@@ -382,11 +395,14 @@ mod tests {
     }
 
     #[test]
-    fn out_defaults_to_the_arch_file() {
+    fn out_defaults_to_the_file_the_device_reads() {
         let a = Cli::parse_from(["tune"]).args;
-        assert_eq!(out_path(&a, gpu::Arch::Gfx942), "tuning/gfx942.json");
-        assert_eq!(out_path(&a, gpu::Arch::Sm90), "tuning/sm90.json");
+        assert_eq!(out_path(&a, gpu::Arch::Gfx942, None), "tuning/gfx942.json");
+        assert_eq!(out_path(&a, gpu::Arch::Gfx942, Some("AMD Instinct MI300X")), "tuning/gfx942.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H100 80GB HBM3")), "tuning/sm90.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200")), "tuning/sm90-h200.json");
         let a = Cli::parse_from(["tune", "--out", "my.json"]).args;
-        assert_eq!(out_path(&a, gpu::Arch::Gfx950), "my.json");
+        assert_eq!(out_path(&a, gpu::Arch::Gfx950, None), "my.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200")), "my.json");
     }
 }
