@@ -197,7 +197,7 @@ pub fn copy_bandwidth(cu: &Runtime, s: *mut c_void) -> Result<f64, String> {
 }
 
 /// The median of a non-empty set of times.
-fn median(mut t: Vec<f64>) -> f64 {
+pub fn median(mut t: Vec<f64>) -> f64 {
     t.sort_by(f64::total_cmp);
     t[t.len() / 2]
 }

@@ -15,7 +15,7 @@ use skinnylt::tuning::fallback::MIN_BLOCKS;
 use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
 use skinnylt::{engine, kernels, tuning, vendor};
 
-use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, on_gpu, time_graph, units, vendor_time};
+use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, median, on_gpu, time_graph, units, vendor_time};
 use crate::client::Handle;
 use crate::progress::Progress;
 use crate::reference::{self, Rng};
@@ -39,6 +39,11 @@ pub struct Args {
     /// Print every candidate's time.
     #[arg(long)]
     pub verbose: bool,
+    /// Rounds of the confirmation pass: the winner and the vendor timed again,
+    /// alternately, and compared by their medians (0: keep the search's times). The
+    /// fastest of many noisy timings is an optimistic estimate of the winner.
+    #[arg(long, default_value_t = 3)]
+    pub confirm: usize,
     /// Only candidates whose kernel name contains this text (e.g. "tma"), for
     /// experiments written with --out to a scratch file.
     #[arg(long)]
@@ -102,7 +107,11 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         device: format!("{} ({}), copy {:.2} TB/s, {} {}", dev.info.name, units(&dev.info), bw / 1e12, lt.name(), lt.version()),
         date: today(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
-        notes: format!("measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of {}'s top-8 in the same run; speedup < 1.03 => forward", lt.name()),
+        notes: format!(
+            "measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of {}'s top-8 in the same run; {}speedup < 1.03 => forward",
+            lt.name(),
+            if a.confirm > 0 { format!("the winner and the vendor re-timed alternately, {} rounds, medians; ", a.confirm) } else { String::new() }
+        ),
     };
     let shapes: Vec<Shape> = a.select.shapes()?;
     // Token ranges: each measured M covers up to the next measured M of its shape.
@@ -153,6 +162,14 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         // alone takes seconds.
         let t0 = Instant::now();
         let mut best: Option<(f64, Choice)> = None;
+        let time_choice = |choice: Choice, reps: usize| {
+            time_graph(cu, s, reps, count, || {
+                for c in 0..count {
+                    engine::run_choice(h.0 as usize, &problem(c % sets), choice, 0, 0, s).map_err(|r| r.name().to_owned())?;
+                }
+                Ok(())
+            })
+        };
         let mut tried = 0;
         let mut rejected = 0;
         // Checks one candidate on poisoned output, then times it (None: it could not
@@ -173,12 +190,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
                 }
             }
             tried += 1;
-            let t = time_graph(cu, s, reps, count, || {
-                for c in 0..count {
-                    engine::run_choice(h.0 as usize, &problem(c % sets), choice, 0, 0, s).map_err(|r| r.name().to_owned())?;
-                }
-                Ok(())
-            })?;
+            let t = time_choice(choice, reps)?;
             if a.verbose {
                 let Choice::Run { kernel, split_k } = choice else { unreachable!() };
                 progress.println(format!("    {} split {split_k}: {t:.2} µs", kernels::for_arch(arch).kernels[kernel].name));
@@ -246,8 +258,24 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             }
         }
         let vendor = vendor_before.min(time_vendor());
+        let Some((searched, choice)) = best else {
+            lt.free(p);
+            return Err(format!("no candidate ran for {sh:?}"));
+        };
+        // The confirmation pass: the search's best is the minimum of many noisy
+        // timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
+        // measured 0.89-0.98x in the bench (docs/notes, session 8).
+        let (ours, vendor) = if a.confirm > 0 {
+            let (mut o, mut v) = (Vec::with_capacity(a.confirm), Vec::with_capacity(a.confirm));
+            for _ in 0..a.confirm {
+                o.push(time_choice(choice, a.reps)?);
+                v.push(time_vendor());
+            }
+            (median(o), median(v))
+        } else {
+            (searched, vendor)
+        };
         lt.free(p);
-        let Some((ours, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
         let Choice::Run { kernel, split_k } = choice else { unreachable!() };
         let ke = kernels::for_arch(arch).kernels[kernel];
         let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
@@ -270,7 +298,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             });
         }
         progress.println(format!(
-            "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs, vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
+            "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs (search {:.2}), vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
             si + 1,
             sh.group,
             sh.m,
@@ -280,6 +308,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             ke.name,
             split_k,
             ours,
+            searched,
             vendor,
             vendor / ours,
             if forward { " -> forward" } else { "" },
