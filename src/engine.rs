@@ -512,6 +512,15 @@ mod tests {
         assert!(Tuning::load_no_pdl(Arch::Gfx942, "AMD Instinct MI300X").is_none());
     }
 
+    /// The kernels assume (`cluster_split_bound`) that a cluster never holds more
+    /// CTAs than their MAX_CLUSTER: plan() must cap the split at exactly that.
+    #[test]
+    fn the_cluster_cap_is_the_kernels_bound() {
+        let header = include_str!("../kernels/prelude/target_nvptx.h");
+        let line = format!("constexpr int MAX_CLUSTER = {};", crate::tuning::schema::MAX_CLUSTER_SPLIT);
+        assert!(header.lines().any(|l| l.trim() == line), "kernels/prelude/target_nvptx.h must say `{line}`");
+    }
+
     #[test]
     fn params_layout_matches_the_device_struct() {
         assert_eq!(std::mem::offset_of!(GemmParams, ldw), 56);

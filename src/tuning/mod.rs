@@ -6,8 +6,9 @@
 //! installed data directory, or the copy embedded at build time, in that order.
 //! Devices of one arch can differ enough to need their own table (an H200 streams
 //! 1.4x faster than an H100: the H100's table ran 20 of its shapes at 0.83-0.99x of
-//! cuBLASLt). A device variant, `tuning/<arch>-<variant>.json`, names the devices it
-//! is for, and a device whose name matches one reads that file instead.
+//! cuBLASLt). A shipped device variant, `tuning/<arch>-<variant>.json`, names the
+//! devices it is for, and a device whose name matches one reads that file (from the
+//! same places) instead.
 
 pub mod fallback;
 pub mod schema;
@@ -111,9 +112,14 @@ pub fn embedded_variants(arch: Arch) -> &'static [Variant] {
 }
 
 impl Variant {
-    /// The device-name patterns its table names.
+    /// The device-name patterns its table names (its header only).
     pub fn devices(&self) -> Vec<String> {
-        serde_json::from_str::<TuningFile>(self.table).map(|f| f.devices).unwrap_or_default()
+        #[derive(serde::Deserialize)]
+        struct Header {
+            #[serde(default)]
+            devices: Vec<String>,
+        }
+        serde_json::from_str::<Header>(self.table).map(|h| h.devices).unwrap_or_default()
     }
 }
 
@@ -126,10 +132,12 @@ pub fn variant_for(arch: Arch, device: &str) -> Option<&'static Variant> {
         .find(|v| v.devices().iter().any(|d| !d.is_empty() && device.contains(&d.to_ascii_lowercase())))
 }
 
-/// The file name of `arch`'s table on `device`: `<arch>[-<variant>][-nopdl].json`.
+/// The file name of `arch`'s table on `device`: `<arch>[-<variant>][-nopdl].json`
+/// (`-nopdl` only where launches can use PDL at all: sm90).
 pub fn file_name(arch: Arch, device: &str, pdl: bool) -> String {
     let variant = variant_for(arch, device).map(|v| format!("-{}", v.name)).unwrap_or_default();
-    format!("{}{variant}{}.json", arch.name(), if pdl { "" } else { "-nopdl" })
+    let no_pdl = !pdl && embedded_no_pdl(arch).is_some();
+    format!("{}{variant}{}.json", arch.name(), if no_pdl { "-nopdl" } else { "" })
 }
 
 pub fn embedded_fallback() -> &'static str {
@@ -162,7 +170,17 @@ impl Tuning {
         let cfg = crate::config::get();
         let file = cfg.tuning_file.iter().map(std::path::PathBuf::from);
         let name = file_name(arch, device, true);
-        let embedded = variant_for(arch, device).map_or(embedded(arch), |v| v.table);
+        let variant = variant_for(arch, device);
+        if variant.is_some() && cfg.tuning_file.is_none() {
+            // The first directory with either file holds the arch's table but not the
+            // variant's: a table the user put there is skipped on this device.
+            let general = format!("{}.json", arch.name());
+            let first = Tuning::search_dirs().find(|d| d.join(&general).exists() || d.join(&name).exists());
+            if let Some(d) = first.filter(|d| !d.join(&name).exists()) {
+                crate::log_warn!("{device} reads {name}, not {} (rename it to use it on this device)", d.join(&general).display());
+            }
+        }
+        let embedded = variant.map_or(embedded(arch), |v| v.table);
         Tuning::first_of(arch, file.chain(Tuning::dirs(&name)), embedded, &name).unwrap_or_default()
     }
 
@@ -184,8 +202,13 @@ impl Tuning {
 
     /// `file` in `SKINNYLT_TUNING_DIR`, then in the installed data directory.
     fn dirs(file: &str) -> impl Iterator<Item = std::path::PathBuf> {
+        Tuning::search_dirs().map(move |d| d.join(file))
+    }
+
+    /// `SKINNYLT_TUNING_DIR`, then the installed data directory.
+    fn search_dirs() -> impl Iterator<Item = std::path::PathBuf> {
         let dir = crate::config::get().tuning_dir.as_ref().map(std::path::PathBuf::from);
-        dir.into_iter().chain(installed_dir()).map(move |d| d.join(file))
+        dir.into_iter().chain(installed_dir())
     }
 
     /// The first of `candidates` that reads and parses (a bad one is logged and
@@ -313,6 +336,31 @@ mod tests {
             .collect()
     }
 
+    /// Every `tuning/<arch>-*.json` build.rs compiles in is one the library can load
+    /// (its no-PDL table or a variant's), and every embedded variant is on disk.
+    #[test]
+    fn the_arch_files_on_disk_are_the_embedded_ones() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning");
+        for &a in Arch::ALL.iter() {
+            let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|f| f.starts_with(&format!("{}-", a.name())) && f.ends_with(".json"))
+                .collect();
+            on_disk.sort();
+            let mut known: Vec<String> = embedded_no_pdl(a).map(|_| format!("{}-nopdl.json", a.name())).into_iter().collect();
+            for v in embedded_variants(a) {
+                known.push(format!("{}-{}.json", a.name(), v.name));
+                known.extend(v.no_pdl.map(|_| format!("{}-{}-nopdl.json", a.name(), v.name)));
+            }
+            known.sort();
+            assert_eq!(on_disk, known, "{}", a.name());
+            for (text, name) in embedded_variants(a).iter().map(|v| (v.table, format!("{}-{}.json", a.name(), v.name))) {
+                assert_eq!(std::fs::read_to_string(dir.join(&name)).unwrap(), text, "{name}");
+            }
+        }
+    }
+
     /// A device whose name contains a variant's pattern reads the variant's tables
     /// (both kinds), any other the arch's; the main tables name no devices, every
     /// variant's do, and all of them parse whole and measured.
@@ -338,9 +386,11 @@ mod tests {
                 }
             }
         }
+        assert_eq!(file_name(Arch::Gfx942, "AMD Instinct MI300X", false), "gfx942.json");
         let h200 = Tuning::load(Arch::Sm90, "NVIDIA H200");
         let h100 = Tuning::load(Arch::Sm90, "NVIDIA H100 80GB HBM3");
-        if crate::config::get().tuning_file.is_none() && crate::config::get().tuning_dir.is_none() {
+        let cfg = crate::config::get();
+        if cfg.tuning_file.is_none() && cfg.tuning_dir.is_none() && installed_dir().is_none() {
             assert_eq!(h200.source, "embedded sm90-h200.json");
             assert_eq!(h100.source, "embedded sm90.json");
             let no_pdl = Tuning::load_no_pdl(Arch::Sm90, "NVIDIA H200").unwrap();

@@ -102,7 +102,9 @@ pub struct KernelConfig {
 }
 
 /// Largest thread-block cluster on sm_90 (16 is "non-portable": it may not fit
-/// every launch, so only measured tuning entries use more than 8).
+/// every launch, so only measured tuning entries use more than 8). The kernels'
+/// `MAX_CLUSTER` (prelude/target_nvptx.h) must agree: they tell the compiler that no
+/// cluster is larger (engine.rs caps the split here; a test ties the two).
 pub const MAX_CLUSTER_SPLIT: u32 = 16;
 /// Largest portable cluster: what the fallback may choose without a measurement.
 pub const PORTABLE_CLUSTER_SPLIT: u32 = 8;

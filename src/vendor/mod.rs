@@ -125,6 +125,34 @@ pub trait Vendor {
     fn free(&self, p: Problem);
 }
 
+/// A vendor problem that frees its descriptors on every way out of its scope, an
+/// error included.
+pub struct OwnedProblem<'a> {
+    lt: &'a dyn Vendor,
+    p: Option<Problem>,
+}
+
+impl<'a> OwnedProblem<'a> {
+    pub fn new(lt: &'a dyn Vendor, p: Problem) -> OwnedProblem<'a> {
+        OwnedProblem { lt, p: Some(p) }
+    }
+}
+
+impl std::ops::Deref for OwnedProblem<'_> {
+    type Target = Problem;
+    fn deref(&self) -> &Problem {
+        self.p.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for OwnedProblem<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.p.take() {
+            self.lt.free(p);
+        }
+    }
+}
+
 /// The vendor library of a GPU runtime: cuBLASLt with CUDA, the real hipBLASLt with HIP.
 pub fn for_backend(backend: Backend) -> Result<Box<dyn Vendor>, String> {
     Ok(match backend {

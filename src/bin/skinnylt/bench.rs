@@ -19,7 +19,7 @@ use skinnylt::gpu::{self, DeviceInfo, Runtime};
 use skinnylt::grid::{self, Shape};
 use skinnylt::route::DType;
 use skinnylt::stats;
-use skinnylt::vendor::{self, Problem, Vendor};
+use skinnylt::vendor::{self, OwnedProblem, Problem, Vendor};
 
 use crate::client::{Handle, Linear};
 use crate::progress::Progress;
@@ -319,7 +319,7 @@ fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
         };
 
         // The vendor: every one of its top-8 algorithms, keep the fastest.
-        let p = lt.problem(dtype, m as u64, n as u64, k as u64, bias_ptr, ws_bytes as u64, 8)?;
+        let p = OwnedProblem::new(&*lt, lt.problem(dtype, m as u64, n as u64, k as u64, bias_ptr, ws_bytes as u64, 8)?);
         let vendor = vendor_time(cu, s, a.reps, &*lt, &p, &cs, &ws, ws_bytes);
         if a.host && !forwarded {
             // The vendor's host cost with its first algorithm (the heuristic's pick).
@@ -334,7 +334,7 @@ fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
             (true, Some((o, v))) => format!("  host {o:.2} / {v:.2} µs"),
             _ => String::new(),
         };
-        lt.free(p);
+        drop(p);
         let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
         let floor = bytes / bw * 1e6;
         let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, floor_us: floor, forwarded };

@@ -13,6 +13,7 @@ use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::MIN_BLOCKS;
 use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
+use skinnylt::vendor::OwnedProblem;
 use skinnylt::{engine, kernels, tuning, vendor};
 
 use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, median, on_gpu, time_graph, units, vendor_time};
@@ -39,9 +40,9 @@ pub struct Args {
     /// Print every candidate's time.
     #[arg(long)]
     pub verbose: bool,
-    /// Rounds of the confirmation pass: the winner and the vendor timed again,
-    /// alternately, and compared by their medians (0: keep the search's times). The
-    /// fastest of many noisy timings is an optimistic estimate of the winner.
+    /// Rounds of the confirmation pass (rounded up to odd): the winner and the vendor
+    /// timed again, alternately, and compared by their medians (0: keep the search's
+    /// times). The fastest of many noisy timings is an optimistic estimate of the winner.
     #[arg(long, default_value_t = 3)]
     pub confirm: usize,
     /// Only candidates whose kernel name contains this text (e.g. "tma"), for
@@ -72,9 +73,9 @@ pub fn run(a: &Args) -> i32 {
 /// Where a tuning file goes: `--out`, else the file the library reads on this
 /// device (`tuning/<arch>[-<variant>][-nopdl].json`), or tuning/<arch>.json for a
 /// model (no device).
-fn out_path(a: &Args, arch: gpu::Arch, device: Option<&str>) -> String {
+fn out_path(a: &Args, arch: gpu::Arch, device: Option<&str>, pdl: bool) -> String {
     a.out.clone().unwrap_or_else(|| match device {
-        Some(name) => format!("tuning/{}", tuning::file_name(arch, name, skinnylt::config::pdl())),
+        Some(name) => format!("tuning/{}", tuning::file_name(arch, name, pdl)),
         None => format!("tuning/{}.json", arch.name()),
     })
 }
@@ -83,7 +84,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
     let dev = engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let arch = dev.arch;
-    let out = out_path(a, arch, Some(&dev.info.name));
+    let out = out_path(a, arch, Some(&dev.info.name), skinnylt::config::pdl());
     let lt = vendor::for_backend(cu.backend())?;
     let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
@@ -155,7 +156,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         // Vendor: the fastest of its top-8, timed before and after our candidates
         // (the best of both), so neither side is timed alone on a GPU whose clocks
         // dropped while the host computed the reference.
-        let p = lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?;
+        let p = OwnedProblem::new(&*lt, lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?);
         let time_vendor = || vendor_time(cu, s, a.reps.max(5), &*lt, &p, &cs, &ws, ws_bytes);
         let vendor_before = time_vendor();
         // The budget counts candidates only: on the largest shapes the host reference
@@ -258,16 +259,16 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             }
         }
         let vendor = vendor_before.min(time_vendor());
-        let Some((searched, choice)) = best else {
-            lt.free(p);
-            return Err(format!("no candidate ran for {sh:?}"));
-        };
+        let Some((searched, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
         // The confirmation pass: the search's best is the minimum of many noisy
         // timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
-        // measured 0.89-0.98x in the bench (docs/notes, session 8).
-        let (ours, vendor) = if a.confirm > 0 {
-            let (mut o, mut v) = (Vec::with_capacity(a.confirm), Vec::with_capacity(a.confirm));
-            for _ in 0..a.confirm {
+        // measured 0.89-0.98x in the bench (docs/notes, session 8). An odd number of
+        // rounds, so that the median is one of them. (The vendor's time stays the
+        // fastest of its top-8 each round: biased low, towards forwarding.)
+        let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
+        let (ours, vendor) = if rounds > 0 {
+            let (mut o, mut v) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+            for _ in 0..rounds {
                 o.push(time_choice(choice, a.reps)?);
                 v.push(time_vendor());
             }
@@ -275,7 +276,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         } else {
             (searched, vendor)
         };
-        lt.free(p);
+        drop(p);
         let Choice::Run { kernel, split_k } = choice else { unreachable!() };
         let ke = kernels::for_arch(arch).kernels[kernel];
         let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
@@ -298,7 +299,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             });
         }
         progress.println(format!(
-            "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs (search {:.2}), vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
+            "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs{}, vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
             si + 1,
             sh.group,
             sh.m,
@@ -308,7 +309,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             ke.name,
             split_k,
             ours,
-            searched,
+            if rounds > 0 { format!(" (search {searched:.2})") } else { String::new() },
             vendor,
             vendor / ours,
             if forward { " -> forward" } else { "" },
@@ -397,7 +398,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         },
         entries,
     };
-    let out = out_path(a, arch, None);
+    let out = out_path(a, arch, None, true);
     std::fs::write(&out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
     println!("{}: {} model entries written to {out}", arch.name(), file.entries.len());
     Ok(())
@@ -426,12 +427,13 @@ mod tests {
     #[test]
     fn out_defaults_to_the_file_the_device_reads() {
         let a = Cli::parse_from(["tune"]).args;
-        assert_eq!(out_path(&a, gpu::Arch::Gfx942, None), "tuning/gfx942.json");
-        assert_eq!(out_path(&a, gpu::Arch::Gfx942, Some("AMD Instinct MI300X")), "tuning/gfx942.json");
-        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H100 80GB HBM3")), "tuning/sm90.json");
-        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200")), "tuning/sm90-h200.json");
+        assert_eq!(out_path(&a, gpu::Arch::Gfx942, None, true), "tuning/gfx942.json");
+        assert_eq!(out_path(&a, gpu::Arch::Gfx942, Some("AMD Instinct MI300X"), false), "tuning/gfx942.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H100 80GB HBM3"), true), "tuning/sm90.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H100 80GB HBM3"), false), "tuning/sm90-nopdl.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200"), true), "tuning/sm90-h200.json");
         let a = Cli::parse_from(["tune", "--out", "my.json"]).args;
-        assert_eq!(out_path(&a, gpu::Arch::Gfx950, None), "my.json");
-        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200")), "my.json");
+        assert_eq!(out_path(&a, gpu::Arch::Gfx950, None, true), "my.json");
+        assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200"), false), "my.json");
     }
 }
