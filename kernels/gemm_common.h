@@ -297,7 +297,13 @@ struct SplitCombine {
   }
 };
 
-// The epilogue of one output value: alpha, bias (`bias`: bias[n], already loaded),
+// bias[n] as fp32, or 0 without a bias or past N.
+template <typename T>
+SK_DEVICE float bias_at(const GemmParams& p, int n) {
+  return p.bias && n < p.n ? to_f32(T{}, p.bias[n]) : 0.f;
+}
+
+// The epilogue of one output value: alpha, bias (`bias`: bias_at(n), already loaded),
 // convert, masked store.
 template <typename T>
 SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v, float bias) {
@@ -309,7 +315,7 @@ SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v, float bi
 }
 template <typename T>
 SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v) {
-  store_output<T>(p, n, t, v, p.bias && n < p.n ? to_f32(T{}, p.bias[n]) : 0.f);
+  store_output<T>(p, n, t, v, bias_at<T>(p, n));
 }
 
 // The inter-CTA split-K combine and the epilogue of a tile staged in shared memory

@@ -297,7 +297,7 @@ struct SplitK {
         int row, tok;
         Atom::out_coord(lane, r, row, tok);
         const int n = n_wave + ra * Atom::ROWS + row;
-        bias[ra][r] = p.bias && n < p.n ? to_f32(T{}, p.bias[n]) : 0.f;
+        bias[ra][r] = bias_at<T>(p, n);
       }
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)

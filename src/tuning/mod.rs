@@ -135,7 +135,11 @@ pub fn variant_for(arch: Arch, device: &str) -> Option<&'static Variant> {
 /// The file name of `arch`'s table on `device`: `<arch>[-<variant>][-nopdl].json`
 /// (`-nopdl` only where launches can use PDL at all: sm90).
 pub fn file_name(arch: Arch, device: &str, pdl: bool) -> String {
-    let variant = variant_for(arch, device).map(|v| format!("-{}", v.name)).unwrap_or_default();
+    name_of(arch, variant_for(arch, device), pdl)
+}
+
+fn name_of(arch: Arch, variant: Option<&Variant>, pdl: bool) -> String {
+    let variant = variant.map(|v| format!("-{}", v.name)).unwrap_or_default();
     let no_pdl = !pdl && embedded_no_pdl(arch).is_some();
     format!("{}{variant}{}.json", arch.name(), if no_pdl { "-nopdl" } else { "" })
 }
@@ -169,8 +173,8 @@ impl Tuning {
     pub fn load(arch: Arch, device: &str) -> Tuning {
         let cfg = crate::config::get();
         let file = cfg.tuning_file.iter().map(std::path::PathBuf::from);
-        let name = file_name(arch, device, true);
         let variant = variant_for(arch, device);
+        let name = name_of(arch, variant, true);
         if variant.is_some() && cfg.tuning_file.is_none() {
             // The first directory with either file holds the arch's table but not the
             // variant's: a table the user put there is skipped on this device.
@@ -192,8 +196,9 @@ impl Tuning {
         if crate::config::get().tuning_file.is_some() {
             return None;
         }
-        let name = file_name(arch, device, false);
-        let embedded = match variant_for(arch, device) {
+        let variant = variant_for(arch, device);
+        let name = name_of(arch, variant, false);
+        let embedded = match variant {
             Some(v) => v.no_pdl?,
             None => embedded_no_pdl(arch)?,
         };

@@ -104,6 +104,8 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
     if file.arch != arch.name() {
         return Err(format!("{out} is a tuning file for {}, this device is {}: pass --out", file.arch, arch.name()));
     }
+    // Confirmation rounds: an odd number, so that the median is one of them.
+    let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
     file.provenance = Provenance {
         device: format!("{} ({}), copy {:.2} TB/s, {} {}", dev.info.name, units(&dev.info), bw / 1e12, lt.name(), lt.version()),
         date: today(),
@@ -111,7 +113,7 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         notes: format!(
             "measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of {}'s top-8 in the same run; {}speedup < 1.03 => forward",
             lt.name(),
-            if a.confirm > 0 { format!("the winner and the vendor re-timed alternately, {} rounds, medians; ", a.confirm) } else { String::new() }
+            if rounds > 0 { format!("the winner and the vendor re-timed alternately, {rounds} rounds, medians; ") } else { String::new() }
         ),
     };
     let shapes: Vec<Shape> = a.select.shapes()?;
@@ -262,10 +264,8 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
         let Some((searched, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
         // The confirmation pass: the search's best is the minimum of many noisy
         // timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
-        // measured 0.89-0.98x in the bench (docs/notes, session 8). An odd number of
-        // rounds, so that the median is one of them. (The vendor's time stays the
-        // fastest of its top-8 each round: biased low, towards forwarding.)
-        let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
+        // measured 0.89-0.98x in the bench (docs/notes, session 8). (The vendor's time
+        // stays the fastest of its top-8 each round: biased low, towards forwarding.)
         let (ours, vendor) = if rounds > 0 {
             let (mut o, mut v) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
             for _ in 0..rounds {
