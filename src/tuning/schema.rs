@@ -179,8 +179,8 @@ impl KernelConfig {
         base + self.recv_slots(t, base) * e4 * 16
     }
     /// SplitCombine::recv_slots: the cluster combine's own receive slots (one
-    /// partial each, at most one per peer of the largest cluster), as many as fit beside `base` bytes without
-    /// lowering the CTAs per SM.
+    /// partial each, at most one per peer of the largest cluster), as many as fit
+    /// beside `base` bytes without lowering the CTAs per SM.
     fn recv_slots(&self, t: &TargetFacts, base: u32) -> u32 {
         if !self.cluster {
             return 0;

@@ -155,12 +155,13 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
             bias: if sh.bias { db.1 } else { 0 },
             alpha: 1.0,
         };
-        // Vendor: the fastest of its top-8, timed before and after our candidates
-        // (the best of both), so neither side is timed alone on a GPU whose clocks
-        // dropped while the host computed the reference.
+        // Vendor: the fastest of its top-8. Without the confirmation pass, timed before
+        // and after our candidates (the best of both), so neither side is timed alone on
+        // a GPU whose clocks dropped while the host computed the reference; with it, the
+        // pass's rounds alone decide.
         let p = OwnedProblem::new(&*lt, lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?);
         let time_vendor = || vendor_time(cu, s, a.reps.max(5), &*lt, &p, &cs, &ws, ws_bytes);
-        let vendor_before = time_vendor();
+        let vendor_before = (rounds == 0).then(&time_vendor);
         // The budget counts candidates only: on the largest shapes the host reference
         // alone takes seconds.
         let t0 = Instant::now();
@@ -260,21 +261,21 @@ fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
                 }
             }
         }
-        let vendor = vendor_before.min(time_vendor());
         let Some((searched, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
         // The confirmation pass: the search's best is the minimum of many noisy
         // timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
         // measured 0.89-0.98x in the bench (docs/notes, session 8). (The vendor's time
         // stays the fastest of its top-8 each round: biased low, towards forwarding.)
-        let (ours, vendor) = if rounds > 0 {
-            let (mut o, mut v) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
-            for _ in 0..rounds {
-                o.push(time_choice(choice, a.reps)?);
-                v.push(time_vendor());
+        let (ours, vendor) = match vendor_before {
+            Some(before) => (searched, before.min(time_vendor())),
+            None => {
+                let (mut o, mut v) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+                for _ in 0..rounds {
+                    o.push(time_choice(choice, a.reps)?);
+                    v.push(time_vendor());
+                }
+                (median(o), median(v))
             }
-            (median(o), median(v))
-        } else {
-            (searched, vendor)
         };
         drop(p);
         let Choice::Run { kernel, split_k } = choice else { unreachable!() };
