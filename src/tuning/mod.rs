@@ -14,6 +14,7 @@ pub mod fallback;
 pub mod schema;
 
 use rustc_hash::FxHashMap;
+use std::sync::OnceLock;
 
 use crate::gpu::Arch;
 use crate::kernels;
@@ -126,10 +127,19 @@ impl Variant {
 /// The variant whose table names a device matching `device` (its name, as the
 /// runtime reports it), if any.
 pub fn variant_for(arch: Arch, device: &str) -> Option<&'static Variant> {
+    // Each variant's patterns, read from its table's header once per process (a
+    // table is thousands of lines; the loaders ask once per table kind).
+    static PATTERNS: [OnceLock<Vec<Vec<String>>>; Arch::ALL.len()] = [const { OnceLock::new() }; Arch::ALL.len()];
+    let slot = Arch::ALL.iter().position(|&a| a == arch)?;
+    let patterns = PATTERNS[slot].get_or_init(|| {
+        embedded_variants(arch).iter().map(|v| v.devices().iter().map(|d| d.to_ascii_lowercase()).collect()).collect()
+    });
     let device = device.to_ascii_lowercase();
     embedded_variants(arch)
         .iter()
-        .find(|v| v.devices().iter().any(|d| !d.is_empty() && device.contains(&d.to_ascii_lowercase())))
+        .zip(patterns)
+        .find(|(_, ds)| ds.iter().any(|d| !d.is_empty() && device.contains(d.as_str())))
+        .map(|(v, _)| v)
 }
 
 /// The file name of `arch`'s table on `device`: `<arch>[-<variant>][-nopdl].json`
