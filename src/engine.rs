@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
 
-use crate::gpu::{self, Arch, Backend, Context, DevPtr, DeviceInfo, Function, Runtime, TensorMap, Tile2d};
+use crate::gpu::{self, Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Runtime, Stream, TensorMap, Tile2d};
 use crate::kernels::{self, KernelEntry};
 use crate::route::{Problem, Reason};
 use crate::tuning::fallback::Fallback;
@@ -77,7 +77,7 @@ pub fn tma_tiles(c: &crate::tuning::schema::KernelConfig, p: &Problem) -> [Tile2
 
 /// Everything loaded for one device.
 pub struct DeviceKernels {
-    pub rt: &'static Runtime,
+    pub rt: &'static dyn Runtime,
     pub ctx: Context,
     pub info: DeviceInfo,
     pub arch: Arch,
@@ -438,7 +438,8 @@ fn launch(e: &Engine, plan: &Plan, p: &Problem, workspace: u64, workspace_size: 
             }
             None => 1,
         };
-        unsafe { dev.rt.launch(dev.ctx, f, plan.grid, plan.block, plan.shared, stream, &mut args[..count], cluster, pdl) }
+        let cfg = LaunchConfig { grid: plan.grid, block: plan.block, shared: plan.shared, stream: Stream(stream), cluster, pdl };
+        unsafe { dev.rt.launch(dev.ctx, f, &cfg, &mut args[..count]) }
     };
     let mut r = go(&mut params, pdl);
     if pdl && let Err(err) = &r {

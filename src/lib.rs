@@ -15,13 +15,11 @@
 //! * `config`, `log`, `stats` — environment, logging, per-process counters.
 
 pub mod abi;
-pub mod audit;
 pub mod api;
 pub mod config;
 pub mod engine;
 pub mod ffi;
 pub mod gpu;
-pub mod grid;
 pub mod kernels;
 pub mod log;
 pub mod memo;
@@ -30,4 +28,3 @@ pub mod route;
 pub mod shadow;
 pub mod stats;
 pub mod tuning;
-pub mod vendor;

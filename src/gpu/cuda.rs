@@ -6,7 +6,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, Module, Result, TensorMap, Tile2d, dl_table};
+use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime, TensorMap, Tile2d};
 
 pub type CuResult = c_int;
 pub type CuDevice = c_int;
@@ -25,7 +25,7 @@ const FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: c_int = 14;
 const JIT_ERROR_LOG_BUFFER: c_int = 5;
 const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
 
-dl_table!(CudaFns {
+crate::dl_table!(pub CudaFns {
     cuInit: fn(c_uint) -> CuResult;
     cuDriverGetVersion: fn(*mut c_int) -> CuResult;
     cuGetErrorString: fn(CuResult, *mut *const c_char) -> CuResult;
@@ -35,7 +35,6 @@ dl_table!(CudaFns {
     cuDeviceGetAttribute: fn(*mut c_int, c_int, CuDevice) -> CuResult;
     cuDevicePrimaryCtxRetain: fn(*mut CuContext, CuDevice) -> CuResult;
     cuCtxGetCurrent: fn(*mut CuContext) -> CuResult;
-    cuCtxSetCurrent: fn(CuContext) -> CuResult;
     cuCtxGetDevice: fn(*mut CuDevice) -> CuResult;
     cuCtxPushCurrent_v2: fn(CuContext) -> CuResult;
     cuCtxPopCurrent_v2: fn(*mut CuContext) -> CuResult;
@@ -44,28 +43,10 @@ dl_table!(CudaFns {
     cuModuleGetFunction: fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult;
     cuFuncSetAttribute: fn(*mut c_void, c_int, c_int) -> CuResult;
     cuLaunchKernel: fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuStream, *mut *mut c_void, *mut *mut c_void) -> CuResult;
-    cuLaunchKernelEx: fn(*const LaunchConfig, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> CuResult;
+    cuLaunchKernelEx: fn(*const CuLaunchConfig, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> CuResult;
     cuMemAlloc_v2: fn(*mut u64, usize) -> CuResult;
     cuMemFree_v2: fn(u64) -> CuResult;
     cuMemsetD8_v2: fn(u64, u8, usize) -> CuResult;
-    cuMemsetD16_v2: fn(u64, u16, usize) -> CuResult;
-    cuMemcpyHtoD_v2: fn(u64, *const c_void, usize) -> CuResult;
-    cuMemcpyDtoH_v2: fn(*mut c_void, u64, usize) -> CuResult;
-    cuMemcpyDtoDAsync_v2: fn(u64, u64, usize, CuStream) -> CuResult;
-    cuStreamCreate: fn(*mut CuStream, c_uint) -> CuResult;
-    cuStreamDestroy_v2: fn(CuStream) -> CuResult;
-    cuStreamSynchronize: fn(CuStream) -> CuResult;
-    cuStreamBeginCapture_v2: fn(CuStream, c_int) -> CuResult;
-    cuStreamEndCapture: fn(CuStream, *mut *mut c_void) -> CuResult;
-    cuGraphInstantiateWithFlags: fn(*mut *mut c_void, *mut c_void, u64) -> CuResult;
-    cuGraphLaunch: fn(*mut c_void, CuStream) -> CuResult;
-    cuGraphExecDestroy: fn(*mut c_void) -> CuResult;
-    cuGraphDestroy: fn(*mut c_void) -> CuResult;
-    cuEventCreate: fn(*mut *mut c_void, c_uint) -> CuResult;
-    cuEventRecord: fn(*mut c_void, CuStream) -> CuResult;
-    cuEventSynchronize: fn(*mut c_void) -> CuResult;
-    cuEventElapsedTime: fn(*mut f32, *mut c_void, *mut c_void) -> CuResult;
-    cuEventDestroy_v2: fn(*mut c_void) -> CuResult;
     cuTensorMapEncodeTiled: fn(*mut TensorMap, c_uint, c_uint, *mut c_void, *const u64, *const u64, *const u32, *const u32, c_uint, c_uint, c_uint, c_uint) -> CuResult;
 });
 
@@ -87,7 +68,7 @@ pub struct LaunchAttribute {
 }
 /// `CUlaunchConfig` (cuda.h).
 #[repr(C)]
-pub struct LaunchConfig {
+pub struct CuLaunchConfig {
     grid: [c_uint; 3],
     block: [c_uint; 3],
     shared: c_uint,
@@ -95,12 +76,12 @@ pub struct LaunchConfig {
     attrs: *mut LaunchAttribute,
     num_attrs: c_uint,
 }
-const _: () = assert!(std::mem::size_of::<LaunchAttribute>() == 72 && std::mem::size_of::<LaunchConfig>() == 56);
+const _: () = assert!(std::mem::size_of::<LaunchAttribute>() == 72 && std::mem::size_of::<CuLaunchConfig>() == 56);
 const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: c_uint = 4;
 const LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
 
 pub struct Cuda {
-    pub fns: CudaFns,
+    fns: CudaFns,
     path: String,
     version: i32,
 }
@@ -111,6 +92,8 @@ macro_rules! cu {
         match $self.fns.$f {
             None => Err(format!("{} missing from libcuda", stringify!($f))),
             Some(f) => {
+                // SAFETY: the arguments follow the driver function's C signature
+                // (declared in the table above) at every use of this macro.
                 let r = unsafe { f($($a),*) };
                 if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
             }
@@ -129,34 +112,16 @@ impl Cuda {
         (c.device_count() > 0).then_some(Cuda { version: v, ..c })
     }
 
-    pub fn error_string(&self, r: CuResult) -> String {
+    fn error_string(&self, r: CuResult) -> String {
         let mut p: *const c_char = std::ptr::null();
         match self.fns.cuGetErrorString {
+            // SAFETY: cuGetErrorString writes a pointer to a static string.
             Some(f) if unsafe { f(r, &mut p) } == 0 && !p.is_null() => {
+                // SAFETY: non-null, NUL-terminated and static (the driver's table).
                 format!("{} ({r})", unsafe { CStr::from_ptr(p) }.to_string_lossy())
             }
             _ => format!("CUDA error {r}"),
         }
-    }
-
-    pub fn describe(&self) -> String {
-        format!("CUDA driver {}.{} ({})", self.version / 1000, (self.version % 1000) / 10, self.path)
-    }
-
-    pub fn device_count(&self) -> i32 {
-        let mut n = 0;
-        cu!(self, cuDeviceGetCount(&mut n)).map(|_| n).unwrap_or(0)
-    }
-
-    pub fn current_device(&self) -> Result<i32> {
-        let mut ctx: CuContext = std::ptr::null_mut();
-        cu!(self, cuCtxGetCurrent(&mut ctx))?;
-        if ctx.is_null() {
-            return Ok(0);
-        }
-        let mut d = 0;
-        cu!(self, cuCtxGetDevice(&mut d))?;
-        Ok(d)
     }
 
     fn attr(&self, a: c_int, dev: CuDevice) -> Result<i32> {
@@ -165,36 +130,9 @@ impl Cuda {
         Ok(v)
     }
 
-    pub fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
-        let mut dev = 0;
-        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
-        let mut name = [0 as c_char; 256];
-        cu!(self, cuDeviceGetName(name.as_mut_ptr(), 256, dev))?;
-        let (major, minor) = (self.attr(ATTR_CC_MAJOR, dev)?, self.attr(ATTR_CC_MINOR, dev)?);
-        Ok(DeviceInfo {
-            backend: Backend::Cuda,
-            ordinal,
-            name: unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(),
-            arch_name: format!("sm_{major}{minor}"),
-            // The PTX targets sm_90; the a/f feature variants of later chips differ.
-            arch: (major == 9 && minor == 0).then_some(Arch::Sm90),
-            units: self.attr(ATTR_MULTIPROCESSOR_COUNT, dev)? as u32,
-            l2_bytes: self.attr(ATTR_L2_CACHE_SIZE, dev)? as u64,
-        })
-    }
-
-    /// The device's primary context (retained for the life of the process).
-    pub fn context(&self, ordinal: i32) -> Result<Context> {
-        let mut dev = 0;
-        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
-        let mut ctx: CuContext = std::ptr::null_mut();
-        cu!(self, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
-        Ok(Context(ctx, ordinal))
-    }
-
     /// Runs `f` with `ctx` current, restoring the caller's context after (cheap
     /// when it is already current, which is the usual case).
-    pub fn with_ctx<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    fn with_ctx<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let mut cur: CuContext = std::ptr::null_mut();
         cu!(self, cuCtxGetCurrent(&mut cur))?;
         if cur == ctx.0 {
@@ -206,8 +144,62 @@ impl Cuda {
         let _ = cu!(self, cuCtxPopCurrent_v2(&mut popped));
         r
     }
+}
 
-    pub fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module> {
+impl Runtime for Cuda {
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+
+    fn describe(&self) -> String {
+        format!("CUDA driver {}.{} ({})", self.version / 1000, (self.version % 1000) / 10, self.path)
+    }
+
+    fn device_count(&self) -> i32 {
+        let mut n = 0;
+        cu!(self, cuDeviceGetCount(&mut n)).map(|_| n).unwrap_or(0)
+    }
+
+    fn current_device(&self) -> Result<i32> {
+        let mut ctx: CuContext = std::ptr::null_mut();
+        cu!(self, cuCtxGetCurrent(&mut ctx))?;
+        if ctx.is_null() {
+            return Ok(0);
+        }
+        let mut d = 0;
+        cu!(self, cuCtxGetDevice(&mut d))?;
+        Ok(d)
+    }
+
+    fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
+        let mut dev = 0;
+        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
+        let mut name = [0 as c_char; 256];
+        cu!(self, cuDeviceGetName(name.as_mut_ptr(), 256, dev))?;
+        let (major, minor) = (self.attr(ATTR_CC_MAJOR, dev)?, self.attr(ATTR_CC_MINOR, dev)?);
+        Ok(DeviceInfo {
+            backend: Backend::Cuda,
+            ordinal,
+            // SAFETY: the driver wrote a NUL-terminated name into the 256 bytes.
+            name: unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(),
+            arch_name: format!("sm_{major}{minor}"),
+            // The PTX targets sm_90; the a/f feature variants of later chips differ.
+            arch: (major == 9 && minor == 0).then_some(Arch::Sm90),
+            units: self.attr(ATTR_MULTIPROCESSOR_COUNT, dev)? as u32,
+            l2_bytes: self.attr(ATTR_L2_CACHE_SIZE, dev)? as u64,
+        })
+    }
+
+    /// The device's primary context (retained for the life of the process).
+    fn context(&self, ordinal: i32) -> Result<Context> {
+        let mut dev = 0;
+        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
+        let mut ctx: CuContext = std::ptr::null_mut();
+        cu!(self, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        Ok(Context(ctx, ordinal))
+    }
+
+    fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module> {
         if image.last() != Some(&0) {
             return Err("PTX image must be NUL-terminated".into());
         }
@@ -225,7 +217,7 @@ impl Cuda {
         })
     }
 
-    pub fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function> {
+    fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function> {
         let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
         self.with_ctx(ctx, || {
             let mut f: *mut c_void = std::ptr::null_mut();
@@ -233,7 +225,7 @@ impl Cuda {
         })
     }
 
-    pub fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()> {
+    fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()> {
         self.with_ctx(ctx, || {
             cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_MAX_DYNAMIC_SHARED, bytes as c_int))?;
             // Clusters of up to 16 CTAs (tuned entries only; the fallback stays portable).
@@ -241,7 +233,7 @@ impl Cuda {
         })
     }
 
-    pub fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
+    fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
         self.with_ctx(ctx, || {
             let mut p = 0u64;
             cu!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
@@ -251,61 +243,13 @@ impl Cuda {
         })
     }
 
-    pub fn free(&self, ctx: Context, p: DevPtr) {
+    fn free(&self, ctx: Context, p: DevPtr) {
         let _ = self.with_ctx(ctx, || cu!(self, cuMemFree_v2(p.0)));
     }
 
-    /// Launches `f` on `stream`. With `cluster`, as a grid of thread-block clusters;
-    /// with `pdl`, allowed to start before the previous kernel on the stream has
-    /// finished (programmatic stream serialization: the kernel's `griddepcontrol.wait`
-    /// then provides the ordering). Either takes `cuLaunchKernelEx`.
-    ///
-    /// # Safety
-    /// `params` must match the kernel's parameters.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn launch(
-        &self,
-        ctx: Context,
-        f: Function,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-        stream: *mut c_void,
-        params: &mut [*mut c_void],
-        cluster: Option<[u32; 3]>,
-        pdl: bool,
-    ) -> Result<()> {
-        let none = LaunchAttribute { id: 0, pad: [0; 4], value: [0; 16] };
-        let mut attrs = [none, LaunchAttribute { id: 0, pad: [0; 4], value: [0; 16] }];
-        let mut n = 0;
-        if let Some(dims) = cluster {
-            attrs[n].id = LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attrs[n].value[..3].copy_from_slice(&dims);
-            n += 1;
-        }
-        if pdl {
-            attrs[n].id = LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            attrs[n].value[0] = 1;
-            n += 1;
-        }
-        self.with_ctx(ctx, || {
-            if n == 0 {
-                cu!(
-                    self,
-                    cuLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, params.as_mut_ptr(), std::ptr::null_mut())
-                )
-            } else {
-                let cfg = LaunchConfig { grid, block, shared, stream, attrs: attrs.as_mut_ptr(), num_attrs: n as c_uint };
-                cu!(self, cuLaunchKernelEx(&cfg, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
-            }
-        })
-    }
-}
-
-impl Cuda {
     /// Encodes a tensor map for `t` (pure host work in the driver: no allocation,
     /// no device access; the hot path calls it per launch).
-    pub fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap> {
+    fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap> {
         let mut map = TensorMap([0; 16]);
         let dims = [t.cols, t.rows];
         let strides = [t.row_bytes];
@@ -330,90 +274,36 @@ impl Cuda {
         )?;
         Ok(map)
     }
-}
 
-/// Host-side helpers for the GPU suite and benchmarks (not used by the library's
-/// GEMM path): memory, copies, streams, graphs, events.
-// Streams, graphs and events are opaque driver handles passed through to the
-// driver; nothing is dereferenced on the host.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-impl Cuda {
-    pub fn make_current(&self, ctx: Context) -> Result<()> {
-        cu!(self, cuCtxSetCurrent(ctx.0))
-    }
-    pub fn malloc(&self, bytes: usize) -> Result<u64> {
-        let mut p = 0u64;
-        cu!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
-        Ok(p)
-    }
-    pub fn free_raw(&self, p: u64) {
-        let _ = cu!(self, cuMemFree_v2(p));
-    }
-    pub fn htod<T: Copy>(&self, dst: u64, src: &[T]) -> Result<()> {
-        cu!(self, cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), std::mem::size_of_val(src)))
-    }
-    pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<()> {
-        cu!(self, cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)))
-    }
-    /// Synchronous: the fill runs on the legacy stream, which our non-blocking
-    /// streams do not wait for.
-    pub fn memset16(&self, dst: u64, value: u16, count: usize) -> Result<()> {
-        cu!(self, cuMemsetD16_v2(dst, value, count))?;
-        cu!(self, cuCtxSynchronize())
-    }
-    pub fn copy_async(&self, dst: u64, src: u64, bytes: usize, stream: CuStream) -> Result<()> {
-        cu!(self, cuMemcpyDtoDAsync_v2(dst, src, bytes, stream))
-    }
-    pub fn stream_create(&self) -> Result<CuStream> {
-        let mut s: CuStream = std::ptr::null_mut();
-        cu!(self, cuStreamCreate(&mut s, 1))?; // non-blocking
-        Ok(s)
-    }
-    pub fn stream_destroy(&self, s: CuStream) {
-        let _ = cu!(self, cuStreamDestroy_v2(s));
-    }
-    pub fn sync(&self, s: CuStream) -> Result<()> {
-        cu!(self, cuStreamSynchronize(s))
-    }
-    pub fn device_sync(&self) -> Result<()> {
-        cu!(self, cuCtxSynchronize())
-    }
-    /// Captures what `f` enqueues on `s` into an instantiated graph.
-    pub fn capture(&self, s: CuStream, f: impl FnOnce() -> Result<()>) -> Result<*mut c_void> {
-        cu!(self, cuStreamBeginCapture_v2(s, 1))?; // thread-local mode
-        let r = f();
-        let mut g: *mut c_void = std::ptr::null_mut();
-        let end = cu!(self, cuStreamEndCapture(s, &mut g));
-        r?;
-        end?;
-        let mut exec: *mut c_void = std::ptr::null_mut();
-        let inst = cu!(self, cuGraphInstantiateWithFlags(&mut exec, g, 0));
-        let _ = cu!(self, cuGraphDestroy(g));
-        inst?;
-        Ok(exec)
-    }
-    pub fn graph_launch(&self, exec: *mut c_void, s: CuStream) -> Result<()> {
-        cu!(self, cuGraphLaunch(exec, s))
-    }
-    pub fn graph_destroy(&self, exec: *mut c_void) {
-        let _ = cu!(self, cuGraphExecDestroy(exec));
-    }
-    pub fn event(&self) -> Result<*mut c_void> {
-        let mut e: *mut c_void = std::ptr::null_mut();
-        cu!(self, cuEventCreate(&mut e, 0))?;
-        Ok(e)
-    }
-    pub fn record(&self, e: *mut c_void, s: CuStream) -> Result<()> {
-        cu!(self, cuEventRecord(e, s))
-    }
-    /// Milliseconds between two recorded events (waits for the second).
-    pub fn elapsed_ms(&self, a: *mut c_void, b: *mut c_void) -> Result<f32> {
-        cu!(self, cuEventSynchronize(b))?;
-        let mut ms = 0f32;
-        cu!(self, cuEventElapsedTime(&mut ms, a, b))?;
-        Ok(ms)
-    }
-    pub fn event_destroy(&self, e: *mut c_void) {
-        let _ = cu!(self, cuEventDestroy_v2(e));
+    /// With a cluster, as a grid of thread-block clusters; with PDL, allowed to
+    /// start before the previous kernel on the stream has finished (programmatic
+    /// stream serialization: the kernel's `griddepcontrol.wait` then provides the
+    /// ordering). Either takes `cuLaunchKernelEx`.
+    unsafe fn launch(&self, ctx: Context, f: Function, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+        let empty = || LaunchAttribute { id: 0, pad: [0; 4], value: [0; 16] };
+        let mut attrs = [empty(), empty()];
+        let mut n = 0;
+        if let Some(dims) = cfg.cluster {
+            attrs[n].id = LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attrs[n].value[..3].copy_from_slice(&dims);
+            n += 1;
+        }
+        if cfg.pdl {
+            attrs[n].id = LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n].value[0] = 1;
+            n += 1;
+        }
+        let (grid, block, stream) = (cfg.grid, cfg.block, cfg.stream.0);
+        self.with_ctx(ctx, || {
+            if n == 0 {
+                cu!(
+                    self,
+                    cuLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], cfg.shared, stream, params.as_mut_ptr(), std::ptr::null_mut())
+                )
+            } else {
+                let lc = CuLaunchConfig { grid, block, shared: cfg.shared, stream, attrs: attrs.as_mut_ptr(), num_attrs: n as c_uint };
+                cu!(self, cuLaunchKernelEx(&lc, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
+            }
+        })
     }
 }

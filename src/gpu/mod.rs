@@ -2,7 +2,7 @@
 //! the CUDA driver (`libcuda.so.1`) on NVIDIA. Nothing is linked at build time, so
 //! the library loads on any machine and with any ROCm version.
 //!
-//! One small interface serves both: query the device, load a code object from
+//! One trait, [`Runtime`], serves both: query the device, load a code object from
 //! memory, look up kernels, allocate the handle's private buffers (at handle
 //! creation, never in the hot path) and launch on the caller's stream.
 
@@ -14,35 +14,41 @@ use std::sync::OnceLock;
 
 /// Declares a table of C functions resolved from one shared library.
 /// Every entry is optional: a missing symbol is `None`, decided at load time.
+/// (Exported for the tools, which load the runtimes' other functions the same way.)
+#[macro_export]
 macro_rules! dl_table {
-    ($table:ident { $($name:ident: fn($($arg:ty),*) -> $ret:ty;)* }) => {
+    ($vis:vis $table:ident { $($name:ident: fn($($arg:ty),*) -> $ret:ty;)* }) => {
         #[allow(non_snake_case)]
-        pub struct $table {
+        $vis struct $table {
             $(pub $name: Option<unsafe extern "C" fn($($arg),*) -> $ret>,)*
-            _lib: libloading::Library,
+            _lib: $crate::gpu::libloading::Library,
         }
         impl $table {
             /// Resolves every entry from `lib`, which the table then keeps open.
-            pub fn resolve(lib: libloading::Library) -> Self {
-                unsafe {
-                    $table {
-                        $($name: lib.get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!(stringify!($name), "\0").as_bytes()).ok().map(|s| *s),)*
-                        _lib: lib,
-                    }
+            pub fn resolve(lib: $crate::gpu::libloading::Library) -> Self {
+                $table {
+                    // SAFETY: each symbol is declared with the C signature of the
+                    // library's header, and the table keeps the library open for
+                    // as long as the pointers live.
+                    $($name: unsafe { lib.get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!(stringify!($name), "\0").as_bytes()) }.ok().map(|s| *s),)*
+                    _lib: lib,
                 }
             }
         }
     };
 }
-pub(crate) use dl_table;
+#[doc(hidden)]
+pub use libloading;
 
 /// Opens the first of `names` that loads, preferring a copy already in the process
 /// (so an application's streams and contexts are the ones we use).
-pub(crate) fn open_first(names: &[&str]) -> Option<(libloading::Library, String)> {
+pub fn open_first(names: &[&str]) -> Option<(libloading::Library, String)> {
     use libloading::os::unix::{Library, RTLD_LAZY, RTLD_LOCAL};
     const RTLD_NOLOAD: i32 = libc::RTLD_NOLOAD;
     for flags in [RTLD_LAZY | RTLD_NOLOAD, RTLD_LAZY | RTLD_LOCAL] {
         for n in names {
+            // SAFETY: loading a GPU runtime runs its initialisers, which is what
+            // every application using it does; nothing else is assumed.
             if let Ok(l) = unsafe { Library::open(Some(*n), flags) } {
                 return Some((l.into(), (*n).to_owned()));
             }
@@ -169,7 +175,8 @@ pub struct Tile2d {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Context(pub *mut c_void, pub i32);
 
-// These are plain handles owned by the runtime; the runtimes are thread-safe.
+// SAFETY (the six impls): plain handles owned by the runtime, never dereferenced
+// on the host; the runtimes accept them from any thread.
 unsafe impl Send for Module {}
 unsafe impl Sync for Module {}
 unsafe impl Send for Function {}
@@ -179,25 +186,77 @@ unsafe impl Sync for Context {}
 
 pub type Result<T> = std::result::Result<T, String>;
 
-/// The process's GPU runtime.
-pub enum Runtime {
-    Hip(hip::Hip),
-    Cuda(cuda::Cuda),
+/// A kernel launch: everything the runtime needs besides the function and its
+/// parameters, decided by the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory / LDS bytes.
+    pub shared: u32,
+    /// The caller's stream.
+    pub stream: Stream,
+    /// Thread-block cluster dimensions (NVIDIA sm_90 only).
+    pub cluster: Option<[u32; 3]>,
+    /// Programmatic dependent launch (NVIDIA sm_90 only): the kernel may start
+    /// while the previous one on the stream finishes.
+    pub pdl: bool,
 }
 
-static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
+/// A stream handle of the runtime (`hipStream_t` / `CUstream`), passed through,
+/// never dereferenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stream(pub *mut c_void);
+// SAFETY: an opaque runtime handle; the runtimes accept it from any thread.
+unsafe impl Send for Stream {}
+// SAFETY: as above; nothing is shared through it on the host.
+unsafe impl Sync for Stream {}
+
+/// The GPU runtime a process drives its devices with: HIP on AMD, the CUDA driver
+/// on NVIDIA. Everything the library needs, and nothing more: device queries,
+/// code objects, the handle's buffers (creation time only), tensor maps and the
+/// launch (the hot path).
+pub trait Runtime: Send + Sync {
+    fn backend(&self) -> Backend;
+    /// Runtime library file and version, for `skinnylt info` and logs.
+    fn describe(&self) -> String;
+    fn device_count(&self) -> i32;
+    /// The calling thread's current device.
+    fn current_device(&self) -> Result<i32>;
+    fn device_info(&self, ordinal: i32) -> Result<DeviceInfo>;
+    /// The device's context (CUDA: its primary context) to launch in.
+    fn context(&self, ordinal: i32) -> Result<Context>;
+    /// Loads a code object (HSACO for HIP, NUL-terminated PTX for CUDA).
+    fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module>;
+    fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function>;
+    /// Raises a kernel's dynamic shared-memory limit to `bytes` (CUDA; AMD needs
+    /// no opt-in).
+    fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()>;
+    /// Allocates zeroed device memory (synchronous: creation time only).
+    fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr>;
+    fn free(&self, ctx: Context, p: DevPtr);
+    /// Encodes a tensor map (NVIDIA sm_90; pure host work, no allocation).
+    fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap>;
+    /// Launches `f` as `cfg` says.
+    ///
+    /// # Safety
+    /// `params` must match the kernel's parameters and point to live values.
+    unsafe fn launch(&self, ctx: Context, f: Function, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()>;
+}
+
+static RUNTIME: OnceLock<Option<Box<dyn Runtime>>> = OnceLock::new();
 
 /// The GPU runtime, found once: HIP when it loads and sees a device (AMD), else the
 /// CUDA driver; `None` on a machine without either.
-pub fn runtime() -> Option<&'static Runtime> {
+pub fn runtime() -> Option<&'static dyn Runtime> {
     RUNTIME
         .get_or_init(|| {
             if let Some(h) = hip::Hip::load() {
-                return Some(Runtime::Hip(h));
+                return Some(Box::new(h) as Box<dyn Runtime>);
             }
-            cuda::Cuda::load().map(Runtime::Cuda)
+            cuda::Cuda::load().map(|c| Box::new(c) as Box<dyn Runtime>)
         })
-        .as_ref()
+        .as_deref()
 }
 
 /// Arch name of the current device, when a GPU is present.
@@ -205,155 +264,4 @@ pub fn current_arch_name() -> Option<String> {
     let rt = runtime()?;
     let dev = rt.current_device().ok()?;
     rt.device_info(dev).ok().map(|d| d.arch_name)
-}
-
-macro_rules! dispatch {
-    ($self:ident, $r:ident => $e:expr) => {
-        match $self {
-            Runtime::Hip($r) => $e,
-            Runtime::Cuda($r) => $e,
-        }
-    };
-}
-
-impl Runtime {
-    pub fn backend(&self) -> Backend {
-        match self {
-            Runtime::Hip(_) => Backend::Hip,
-            Runtime::Cuda(_) => Backend::Cuda,
-        }
-    }
-    /// Runtime library file and version, for `skinnylt info`.
-    pub fn describe(&self) -> String {
-        dispatch!(self, r => r.describe())
-    }
-    pub fn device_count(&self) -> i32 {
-        dispatch!(self, r => r.device_count())
-    }
-    /// The calling thread's current device.
-    pub fn current_device(&self) -> Result<i32> {
-        dispatch!(self, r => r.current_device())
-    }
-    pub fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
-        dispatch!(self, r => r.device_info(ordinal))
-    }
-    pub fn context(&self, ordinal: i32) -> Result<Context> {
-        dispatch!(self, r => r.context(ordinal))
-    }
-    /// Loads a code object (HSACO for HIP, NUL-terminated PTX for CUDA).
-    pub fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module> {
-        dispatch!(self, r => r.load_module(ctx, image))
-    }
-    pub fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function> {
-        dispatch!(self, r => r.function(ctx, m, name))
-    }
-    /// Raises a kernel's dynamic shared-memory limit (no-op on HIP).
-    pub fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()> {
-        dispatch!(self, r => r.set_max_dynamic_shared(ctx, f, bytes))
-    }
-    /// Allocates zeroed device memory (synchronous: creation time only).
-    pub fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
-        dispatch!(self, r => r.alloc_zeroed(ctx, bytes))
-    }
-    pub fn free(&self, ctx: Context, p: DevPtr) {
-        dispatch!(self, r => r.free(ctx, p))
-    }
-    /// Encodes a tensor map (NVIDIA sm_90; HIP has none).
-    pub fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap> {
-        match self {
-            Runtime::Cuda(c) => c.tensor_map_2d(t),
-            Runtime::Hip(_) => Err("tensor maps are an sm_90 feature".into()),
-        }
-    }
-    /// Launches `f` on `stream` with the kernel-parameter pointers `params`, as a
-    /// grid of thread-block clusters of `cluster` CTAs when given (NVIDIA sm_90 only),
-    /// with programmatic dependent launch when `pdl` (NVIDIA; HIP has none, ignored).
-    ///
-    /// # Safety
-    /// `params` must match the kernel's signature and point to live values.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn launch(
-        &self,
-        ctx: Context,
-        f: Function,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-        stream: *mut c_void,
-        params: &mut [*mut c_void],
-        cluster: Option<[u32; 3]>,
-        pdl: bool,
-    ) -> Result<()> {
-        match (self, cluster) {
-            (Runtime::Cuda(c), _) => unsafe { c.launch(ctx, f, grid, block, shared, stream, params, cluster, pdl) },
-            (Runtime::Hip(h), None) => unsafe { h.launch(ctx, f, grid, block, shared, stream, params) },
-            (Runtime::Hip(_), Some(_)) => Err("thread-block clusters are an sm_90 feature".into()),
-        }
-    }
-}
-
-/// Host-side helpers for `skinnylt bench` / `tune` (not the GEMM path), written
-/// once for both runtimes: each forwards to the runtime's helper of the same name.
-/// Device pointers are `u64`; streams, graphs and events are the runtime's opaque
-/// handles.
-impl Runtime {
-    pub fn make_current(&self, ctx: Context) -> Result<()> {
-        dispatch!(self, r => r.make_current(ctx))
-    }
-    pub fn malloc(&self, bytes: usize) -> Result<u64> {
-        dispatch!(self, r => r.malloc(bytes))
-    }
-    pub fn free_raw(&self, p: u64) {
-        dispatch!(self, r => r.free_raw(p))
-    }
-    pub fn htod<T: Copy>(&self, dst: u64, src: &[T]) -> Result<()> {
-        dispatch!(self, r => r.htod(dst, src))
-    }
-    pub fn dtoh<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<()> {
-        dispatch!(self, r => r.dtoh(dst, src))
-    }
-    /// Fills `count` 16-bit elements at `dst` with `value`.
-    pub fn memset16(&self, dst: u64, value: u16, count: usize) -> Result<()> {
-        dispatch!(self, r => r.memset16(dst, value, count))
-    }
-    /// Device-to-device copy, enqueued on `stream`.
-    pub fn copy_async(&self, dst: u64, src: u64, bytes: usize, stream: *mut c_void) -> Result<()> {
-        dispatch!(self, r => r.copy_async(dst, src, bytes, stream))
-    }
-    /// A stream that does not synchronise with the null stream.
-    pub fn stream_create(&self) -> Result<*mut c_void> {
-        dispatch!(self, r => r.stream_create())
-    }
-    pub fn stream_destroy(&self, s: *mut c_void) {
-        dispatch!(self, r => r.stream_destroy(s))
-    }
-    pub fn sync(&self, s: *mut c_void) -> Result<()> {
-        dispatch!(self, r => r.sync(s))
-    }
-    pub fn device_sync(&self) -> Result<()> {
-        dispatch!(self, r => r.device_sync())
-    }
-    /// Captures what `f` enqueues on `s` into an instantiated graph.
-    pub fn capture(&self, s: *mut c_void, f: impl FnOnce() -> Result<()>) -> Result<*mut c_void> {
-        dispatch!(self, r => r.capture(s, f))
-    }
-    pub fn graph_launch(&self, exec: *mut c_void, s: *mut c_void) -> Result<()> {
-        dispatch!(self, r => r.graph_launch(exec, s))
-    }
-    pub fn graph_destroy(&self, exec: *mut c_void) {
-        dispatch!(self, r => r.graph_destroy(exec))
-    }
-    pub fn event(&self) -> Result<*mut c_void> {
-        dispatch!(self, r => r.event())
-    }
-    pub fn record(&self, e: *mut c_void, s: *mut c_void) -> Result<()> {
-        dispatch!(self, r => r.record(e, s))
-    }
-    /// Milliseconds between two recorded events (waits for the second).
-    pub fn elapsed_ms(&self, a: *mut c_void, b: *mut c_void) -> Result<f32> {
-        dispatch!(self, r => r.elapsed_ms(a, b))
-    }
-    pub fn event_destroy(&self, e: *mut c_void) {
-        dispatch!(self, r => r.event_destroy(e))
-    }
 }

@@ -5,8 +5,8 @@
 //! baseline never runs through skinnylt's own exports.
 //! Enum values: `crate::abi` (research/hipblaslt_api.md §2).
 
-use crate::abi::{self, HeuristicResult, MatmulAlgo};
-use crate::real;
+use skinnylt::abi::{self, HeuristicResult, MatmulAlgo};
+use skinnylt::real;
 
 use super::{Algo, Lt, LtFns, Values};
 

@@ -1,4 +1,4 @@
-//! The hipBLASLt vendor baseline (`skinnylt::vendor::hipblaslt`, what `bench` and
+//! The hipBLASLt vendor baseline (`skinnylt_tools::vendor::hipblaslt`, what `bench` and
 //! `tune` time on AMD) against the stub real hipBLASLt of ctest/stub, found the way
 //! skinnylt finds the real library (`SKINNYLT_REAL_LIB`): the exact calls, in
 //! order, with the exact arguments and attribute values, and nothing through
@@ -13,7 +13,7 @@ use std::process::Command;
 
 use skinnylt::abi::{self, MatmulAlgo};
 use skinnylt::route::DType;
-use skinnylt::vendor::{self, LtFns, Vendor};
+use skinnylt_tools::vendor::{self, LtFns, Vendor};
 
 /// `struct stub_call` (ctest/stub/stub.h).
 #[repr(C)]
@@ -82,7 +82,8 @@ impl Stub {
 /// Builds the stub as `libhipblaslt.so.1` in the test's scratch directory, with the
 /// C compiler cargo links with.
 fn build_stub() -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // The repository root: this package lives in tools/.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vendor-stub");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("libhipblaslt.so.1");

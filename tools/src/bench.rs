@@ -3,7 +3,7 @@
 //!
 //! * vendor = the fastest of the vendor library's top-8 heuristic algorithms for
 //!   the same problem (bf16/fp16, compute 32F, 32 MiB workspace), through its C
-//!   API: cuBLASLt on NVIDIA, the real hipBLASLt on AMD (`skinnylt::vendor`);
+//!   API: cuBLASLt on NVIDIA, the real hipBLASLt on AMD (`crate::vendor`);
 //! * cold weights: enough weight sets rotate that their total exceeds 3x the L2;
 //! * graph replay: one graph holds many GEMMs (one per weight set), the time per
 //!   GEMM is a replay's time over their count; median of the replays;
@@ -15,13 +15,14 @@
 use std::ffi::c_void;
 use std::fmt::Write as _;
 
-use skinnylt::gpu::{self, DeviceInfo, Runtime};
-use skinnylt::grid::{self, Shape};
+use skinnylt::gpu::DeviceInfo;
 use skinnylt::route::DType;
 use skinnylt::stats;
-use skinnylt::vendor::{self, OwnedProblem, Problem, Vendor};
 
 use crate::client::{Handle, Linear};
+use crate::gpu::{Buf, Gpu};
+use crate::grid::{self, Shape};
+use crate::vendor::{self, OwnedProblem, Problem, Vendor};
 use crate::progress::Progress;
 use crate::reference::{self, Rng};
 
@@ -97,8 +98,8 @@ impl Row {
 
 /// Runs measuring command `cmd` on the process's GPU runtime (HIP or CUDA); the
 /// exit status: 0, 1 after its error, 2 when there is no GPU.
-pub fn on_gpu(cmd: &str, f: impl FnOnce(&'static Runtime) -> Result<(), String>) -> i32 {
-    let Some(rt) = gpu::runtime() else {
+pub fn on_gpu(cmd: &str, f: impl FnOnce(&'static Gpu) -> Result<(), String>) -> i32 {
+    let Some(rt) = Gpu::get() else {
         eprintln!("skinnylt {cmd} needs a GPU: none found (looked for the HIP runtime, libamdhip64, and the CUDA driver, libcuda, with a device)");
         return 2;
     };
@@ -128,12 +129,6 @@ fn parse_shape(s: &str) -> Result<Shape, String> {
     Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
 }
 
-pub struct Buf<'a>(pub &'a Runtime, pub u64);
-impl Drop for Buf<'_> {
-    fn drop(&mut self) {
-        self.0.free_raw(self.1);
-    }
-}
 
 /// One shape's inputs for timing with cold weights: `sets` copies of the weights
 /// (together more than 3x the L2), activations and outputs per set, and a bias.
@@ -151,7 +146,7 @@ pub struct ColdSets<'a> {
 }
 
 impl<'a> ColdSets<'a> {
-    pub fn new(cu: &'a Runtime, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
+    pub fn new(cu: &'a Gpu, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
         let w_bytes = n * k * 2;
         let sets = (3 * l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
@@ -177,7 +172,7 @@ impl<'a> ColdSets<'a> {
 }
 
 /// Copy bandwidth (bytes read + written per second) of a 1 GiB device copy.
-pub fn copy_bandwidth(cu: &Runtime, s: *mut c_void) -> Result<f64, String> {
+pub fn copy_bandwidth(cu: &Gpu, s: *mut c_void) -> Result<f64, String> {
     let bytes = 1usize << 30;
     let (src, dst) = (Buf(cu, cu.malloc(bytes)?), Buf(cu, cu.malloc(bytes)?));
     let (e0, e1) = (cu.event()?, cu.event()?);
@@ -203,7 +198,7 @@ pub fn median(mut t: Vec<f64>) -> f64 {
 }
 
 /// Median time per GEMM (µs) of a graph of `count` GEMMs enqueued by `enqueue`.
-pub fn time_graph(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
+pub fn time_graph(cu: &Gpu, s: *mut c_void, reps: usize, count: usize, enqueue: impl Fn() -> Result<(), String>) -> Result<f64, String> {
     let exec = cu.capture(s, &enqueue)?;
     let (e0, e1) = (cu.event()?, cu.event()?);
     for _ in 0..3 {
@@ -225,7 +220,7 @@ pub fn time_graph(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, enque
 
 /// Host time per call (µs): `count` calls enqueued back to back without waiting
 /// for the GPU (the stream is drained between rounds), median of the rounds.
-pub fn host_time(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, call: impl Fn(usize) -> Result<(), String>) -> Result<f64, String> {
+pub fn host_time(cu: &Gpu, s: *mut c_void, reps: usize, count: usize, call: impl Fn(usize) -> Result<(), String>) -> Result<f64, String> {
     let mut t = Vec::new();
     for _ in 0..reps.max(3) {
         cu.sync(s)?;
@@ -244,7 +239,7 @@ pub fn host_time(cu: &Runtime, s: *mut c_void, reps: usize, count: usize, call: 
 /// object on its first call, which must not happen inside a capture); an
 /// algorithm that fails is left out, and none left gives infinity.
 #[allow(clippy::too_many_arguments)]
-pub fn vendor_time(cu: &Runtime, s: *mut c_void, reps: usize, lt: &dyn Vendor, p: &Problem, cs: &ColdSets, ws: &Buf, ws_bytes: usize) -> f64 {
+pub fn vendor_time(cu: &Gpu, s: *mut c_void, reps: usize, lt: &dyn Vendor, p: &Problem, cs: &ColdSets, ws: &Buf, ws_bytes: usize) -> f64 {
     let run = |i: usize, c: usize| {
         let j = c % cs.sets;
         lt.matmul(p, i, cs.w[j].1, cs.xs[j].1, cs.ys[j].1, ws.1, ws_bytes, s)
@@ -266,7 +261,7 @@ pub fn vendor_time(cu: &Runtime, s: *mut c_void, reps: usize, lt: &dyn Vendor, p
     best
 }
 
-fn bench(cu: &Runtime, a: &Args) -> Result<(), String> {
+fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
     let dev = skinnylt::engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let lt = vendor::for_backend(cu.backend())?;
@@ -623,7 +618,7 @@ mod tests {
     #[test]
     fn units_use_the_vendor_word() {
         let info = |backend, units| DeviceInfo { backend, ordinal: 0, name: "gpu".into(), arch_name: "x".into(), arch: None, units, l2_bytes: 0 };
-        assert_eq!(units(&info(gpu::Backend::Cuda, 132)), "132 SMs");
-        assert_eq!(units(&info(gpu::Backend::Hip, 304)), "304 CUs");
+        assert_eq!(units(&info(skinnylt::gpu::Backend::Cuda, 132)), "132 SMs");
+        assert_eq!(units(&info(skinnylt::gpu::Backend::Hip, 304)), "304 CUs");
     }
 }

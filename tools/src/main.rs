@@ -10,15 +10,8 @@
 //! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs;
 //! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file.
 
-mod bench;
-mod check;
-mod client;
-mod demo;
-mod info;
-mod progress;
-mod reference;
-mod tune;
 
+use skinnylt_tools::{audit, bench, check, demo, info, tune};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -65,7 +58,7 @@ fn main() {
 }
 
 fn audit() -> i32 {
-    match skinnylt::audit::audit_all(false) {
+    match audit::audit_all(false) {
         Err(e) => {
             eprintln!("audit failed: {e}");
             1

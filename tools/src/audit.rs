@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::gpu::Arch;
-use crate::kernels::{self, ArchKernels};
-use crate::tuning::schema::Family;
+use skinnylt::gpu::Arch;
+use skinnylt::kernels::{self, ArchKernels};
+use skinnylt::tuning::schema::Family;
 
 /// One kernel's audit result.
 #[derive(Clone, Debug, Default, PartialEq)]

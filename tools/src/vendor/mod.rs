@@ -15,8 +15,8 @@ pub mod hipblaslt;
 
 use std::ffi::{c_int, c_void};
 
-use crate::gpu::Backend;
-use crate::route::DType;
+use skinnylt::gpu::Backend;
+use skinnylt::route::DType;
 
 type Status = c_int;
 
@@ -183,7 +183,7 @@ macro_rules! lt {
     ($s:expr, $f:ident($($a:expr),*)) => {
         match $s.fns.$f {
             None => Err(format!("{}{} missing", $s.prefix, stringify!($f))),
-            Some(f) => match crate::real::call(|| unsafe { f($($a),*) }) {
+            Some(f) => match skinnylt::real::call(|| unsafe { f($($a),*) }) {
                 0 => Ok(()),
                 r => Err(format!("{}{} failed: status {r}", $s.prefix, stringify!($f))),
             },

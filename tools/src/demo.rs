@@ -1,10 +1,11 @@
 //! `skinnylt demo`: the main job — one decode GEMM through the hipBLASLt C API.
 
-use skinnylt::gpu::{self, Arch, Runtime};
+use skinnylt::gpu::Arch;
 use skinnylt::route::{DType, Form, Problem};
 use skinnylt::{real, stats};
 
 use crate::client::{Handle, Linear};
+use crate::gpu::Gpu;
 use crate::reference::{self, Rng};
 
 #[derive(clap::Args)]
@@ -51,17 +52,17 @@ pub fn run(a: &Args) -> i32 {
         n = a.n,
         k = a.k
     );
-    match (gpu::runtime(), real::get()) {
-        (Some(Runtime::Cuda(cu)), None) => match on_gpu(cu, a, dtype) {
+    match (Gpu::get(), real::get()) {
+        (Some(cu), None) => match on_gpu(cu, a, dtype) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("demo failed: {e}");
                 1
             }
         },
-        (rt, lib) => {
-            if let Some(rt) = rt {
-                println!("GPU runtime: {} — this demo runs GEMMs on NVIDIA in standalone mode; on AMD, skinnylt runs inside your application via LD_PRELOAD", rt.describe());
+        (gpu, lib) => {
+            if let Some(gpu) = gpu {
+                println!("GPU runtime: {} — a real hipBLASLt is loaded, so this call is routed as in your application", gpu.rt.describe());
             } else {
                 println!("no GPU found on this machine: showing how the call is routed and what would run");
             }
@@ -108,7 +109,7 @@ fn explain(a: &Args, dtype: DType) {
     }
 }
 
-fn on_gpu(cu: &skinnylt::gpu::cuda::Cuda, a: &Args, dtype: DType) -> Result<(), String> {
+fn on_gpu(cu: &Gpu, a: &Args, dtype: DType) -> Result<(), String> {
     let dev = skinnylt::engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     println!("device: {} ({}), standalone mode", dev.info.name, dev.info.arch_name);
@@ -128,7 +129,7 @@ fn on_gpu(cu: &skinnylt::gpu::cuda::Cuda, a: &Args, dtype: DType) -> Result<(), 
     let s = l.run(&h, 1.0, dw, dx, dy, 0, 0, std::ptr::null_mut());
     cu.device_sync()?;
     println!("hipblasLtMatmul returned {} — {}", skinnylt::abi::status_name(s), stats::summary());
-    if let Ok((name, plan)) = skinnylt::engine::explain(Arch::Sm90, &route_problem(a, dtype)) {
+    if let Ok((name, plan)) = skinnylt::engine::explain(dev.arch, &route_problem(a, dtype)) {
         println!("kernel: {name}, split_k {}, grid {}x{}", plan.split_k, plan.grid[0], plan.grid[1]);
     }
     let mut y = vec![0u16; m * n];
@@ -152,7 +153,7 @@ fn on_gpu(cu: &skinnylt::gpu::cuda::Cuda, a: &Args, dtype: DType) -> Result<(), 
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!("median latency (warm, eager): {:.1} µs", times[times.len() / 2]);
     for p in [dw, dx, dy, db] {
-        cu.free_raw(p);
+        cu.free(p);
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 #[test]
 fn every_embedded_kernel_passes_the_audit() {
-    let (rows, skipped) = skinnylt::audit::audit_all(true).expect("audit");
+    let (rows, skipped) = skinnylt_tools::audit::audit_all(true).expect("audit");
     assert!(skipped.is_empty());
     for arch in ["gfx942", "gfx950", "sm90"] {
         let n = rows.iter().filter(|r| r.arch == arch).count();
@@ -20,7 +20,7 @@ fn every_embedded_kernel_passes_the_audit() {
 /// what the compiler put in every AMD code object's metadata.
 #[test]
 fn lds_size_formula_matches_the_code_objects() {
-    let (rows, _) = skinnylt::audit::audit_all(true).expect("audit");
+    let (rows, _) = skinnylt_tools::audit::audit_all(true).expect("audit");
     for ak in skinnylt::kernels::all().iter().filter(|a| a.arch.name() != "sm90") {
         let t = skinnylt::tuning::schema::target(ak.arch.name()).unwrap();
         for k in ak.kernels {

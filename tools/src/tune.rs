@@ -7,16 +7,17 @@
 
 use std::time::Instant;
 
-use skinnylt::gpu::{self, Runtime};
-use skinnylt::grid::Shape;
+use skinnylt::gpu;
 use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::MIN_BLOCKS;
 use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
-use skinnylt::vendor::OwnedProblem;
-use skinnylt::{engine, kernels, tuning, vendor};
+use skinnylt::{engine, kernels, tuning};
 
-use crate::bench::{Buf, ColdSets, ShapeArgs, copy_bandwidth, median, on_gpu, time_graph, units, vendor_time};
+use crate::gpu::{Buf, Gpu};
+use crate::grid::Shape;
+use crate::vendor::{self, OwnedProblem};
+use crate::bench::{ColdSets, ShapeArgs, copy_bandwidth, median, on_gpu, time_graph, units, vendor_time};
 use crate::client::Handle;
 use crate::progress::Progress;
 use crate::reference::{self, Rng};
@@ -80,7 +81,7 @@ fn out_path(a: &Args, arch: gpu::Arch, device: Option<&str>, pdl: bool) -> Strin
     })
 }
 
-fn tune(cu: &Runtime, a: &Args) -> Result<(), String> {
+fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
     let dev = engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let arch = dev.arch;

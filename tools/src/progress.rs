@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
-use skinnylt::grid::Shape;
+use crate::grid::Shape;
 
 pub struct Progress {
     bar: ProgressBar,

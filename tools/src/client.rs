@@ -67,7 +67,8 @@ impl Linear {
 
     /// `hipblasLtMatmul` with alpha (host), beta = 0, C = D, no algo.
     // The arguments of hipblasLtMatmul that vary per call.
-    #[allow(clippy::too_many_arguments)]
+    // The stream is an opaque runtime handle, passed through and never dereferenced.
+    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn run(&self, h: &Handle, alpha: f32, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Status {
         let beta = 0f32;
         unsafe {

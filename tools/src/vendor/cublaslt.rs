@@ -51,7 +51,7 @@ pub fn load() -> Result<CublasLt, String> {
     }
     names.extend(["libcublasLt.so.13".to_owned(), "libcublasLt.so.12".to_owned()]);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let (lib, path) = crate::gpu::open_first(&refs).ok_or("cuBLASLt not found (set SKINNYLT_CUBLASLT)")?;
+    let (lib, path) = skinnylt::gpu::open_first(&refs).ok_or("cuBLASLt not found (set SKINNYLT_CUBLASLT)")?;
     let fns = LtFns::resolve(&lib, "cublasLt");
     // SAFETY: cublasLtGetVersion takes no arguments and returns a size_t.
     let version = unsafe { lib.get::<unsafe extern "C" fn() -> usize>(b"cublasLtGetVersion\0") }.map_or(0, |f| unsafe { f() });

@@ -20,13 +20,13 @@
 use std::ffi::c_void;
 use std::time::Instant;
 
-use skinnylt::gpu::cuda::Cuda;
-use skinnylt::gpu::{self, Runtime};
 use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
-use skinnylt::{engine, grid, kernels, stats};
+use skinnylt::{engine, kernels, stats};
+use crate::grid;
 
 use crate::client::{Handle, Linear};
+use crate::gpu::{Buf, Gpu};
 use crate::reference::{self, Rng};
 
 #[derive(clap::Args)]
@@ -73,15 +73,8 @@ struct Case {
 /// The shipped table sends this shape to the vendor library (not a failure).
 const TUNED_FORWARD: &str = "forwarded by the tuning table";
 
-struct Buf<'a>(&'a Cuda, u64);
-impl Drop for Buf<'_> {
-    fn drop(&mut self) {
-        self.0.free_raw(self.1);
-    }
-}
-
 struct Suite<'a> {
-    cu: &'a Cuda,
+    cu: &'a Gpu,
     h: Handle,
     rng: Rng,
     ws: Buf<'a>,
@@ -105,8 +98,8 @@ pub fn run(a: &Args) -> i32 {
         // SAFETY: single-threaded at this point; nothing has read the environment yet.
         unsafe { std::env::set_var("SKINNYLT_TUNING_DIR", &dir) };
     }
-    let Some(Runtime::Cuda(cu)) = gpu::runtime() else {
-        eprintln!("skinnylt check needs an NVIDIA GPU (CUDA driver); none found");
+    let Some(cu) = Gpu::get() else {
+        eprintln!("skinnylt check needs a GPU: none found (looked for the HIP runtime, libamdhip64, and the CUDA driver, libcuda, with a device)");
         return 2;
     };
     match suite(cu, a) {
@@ -118,7 +111,7 @@ pub fn run(a: &Args) -> i32 {
     }
 }
 
-fn suite(cu: &Cuda, a: &Args) -> Result<i32, String> {
+fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     let dev = skinnylt::engine::device_kernels(0)?;
     cu.make_current(dev.ctx)?;
     let seed = a.seed.unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);

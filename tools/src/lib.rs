@@ -1,0 +1,16 @@
+//! The `skinnylt` command-line tool, as a library so that its integration tests
+//! reach the vendor baselines and the audit. Nothing here is part of
+//! `libskinnylt.so`.
+
+pub mod audit;
+pub mod bench;
+pub mod check;
+pub mod client;
+pub mod demo;
+pub mod gpu;
+pub mod grid;
+pub mod info;
+pub mod progress;
+pub mod reference;
+pub mod tune;
+pub mod vendor;
