@@ -1,4 +1,5 @@
-//! Process-wide configuration, read once from the environment.
+//! The process's configuration, read once from the environment when the process
+//! state is made (`crate::process`); nothing changes it afterwards.
 //!
 //! | variable | meaning |
 //! |---|---|
@@ -11,10 +12,7 @@
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
-//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | measured PDL knobs (docs/notes/2026-11-22-session2.md) |
-
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | PDL knobs, measured defaults (docs/design.md) |
 
 use crate::log::Level;
 
@@ -36,7 +34,7 @@ pub struct Config {
     /// With PDL: bytes per row a CTA prefetches into L2 before it waits
     /// (`SKINNYLT_PDL_PREFETCH`), and the kernels' PDL flags: when to let the next
     /// kernel launch (`SKINNYLT_PDL_TRIGGER=early|late`), whether to prefetch the
-    /// activations too (`SKINNYLT_PDL_PREFETCH_X=0|1`). Measured knobs: docs/notes.
+    /// activations too (`SKINNYLT_PDL_PREFETCH_X=0|1`). Measured knobs: docs/design.md.
     pub pdl_prefetch_row_bytes: i32,
     pub pdl_flags: i32,
 }
@@ -48,13 +46,18 @@ pub const PDL_PREFETCH_X: i32 = 2;
 /// next one launch (`SKINNYLT_PDL_LEAD`; 0 = after the loop).
 pub const PDL_LEAD_SHIFT: i32 = 8;
 pub const DEFAULT_PDL_PREFETCH_ROW_BYTES: i32 = 1024;
-/// Measured on H100 (docs/notes/2026-11-22-session2.md): 8 blocks before the end.
+/// Measured on H100 (docs/design.md): 8 blocks before the end.
 pub const DEFAULT_PDL_LEAD: i32 = 8;
 
 pub const DEFAULT_MAX_M: u64 = 128;
 pub const DEFAULT_WORKSPACE_MB: usize = 32;
 
 impl Config {
+    /// The configuration of this process's environment.
+    pub fn from_env() -> Config {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
     /// Builds the configuration from a variable lookup (pure, for tests).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
         let flag = |name: &str| get(name).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
@@ -95,43 +98,6 @@ impl Config {
                 } << PDL_LEAD_SHIFT,
         }
     }
-}
-
-static CONFIG: OnceLock<Config> = OnceLock::new();
-/// Run-time switch (`skinnylt_set_enabled`), initialised from `SKINNYLT_DISABLE`.
-static ENABLED: AtomicBool = AtomicBool::new(true);
-/// Run-time PDL switch (benchmarks compare both), initialised from `SKINNYLT_PDL`.
-static PDL: AtomicBool = AtomicBool::new(true);
-
-pub fn get() -> &'static Config {
-    CONFIG.get_or_init(|| {
-        let c = Config::from_lookup(|k| std::env::var(k).ok());
-        ENABLED.store(!c.disabled, Ordering::Relaxed);
-        PDL.store(c.pdl, Ordering::Relaxed);
-        c
-    })
-}
-
-/// Whether launches on sm_90 use programmatic dependent launch.
-pub fn pdl() -> bool {
-    get();
-    PDL.load(Ordering::Relaxed)
-}
-
-pub fn set_pdl(on: bool) {
-    get();
-    PDL.store(on, Ordering::Relaxed);
-}
-
-/// Whether skinnylt may run GEMMs itself right now.
-pub fn enabled() -> bool {
-    get();
-    ENABLED.load(Ordering::Relaxed)
-}
-
-pub fn set_enabled(on: bool) {
-    get();
-    ENABLED.store(on, Ordering::Relaxed);
 }
 
 #[cfg(test)]

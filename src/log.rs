@@ -6,6 +6,8 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use crate::config::Config;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Level {
@@ -31,34 +33,37 @@ impl Level {
     }
 }
 
-/// 255 = not yet initialised.
+/// 255 = not yet configured. The level and the sink are the one piece of state
+/// outside `crate::process`: logging must work while the process state is made.
 static LEVEL: AtomicU8 = AtomicU8::new(255);
+static FILE: OnceLock<Option<String>> = OnceLock::new();
 static SINK: OnceLock<Mutex<Box<dyn Write + Send>>> = OnceLock::new();
 
 #[inline]
 pub fn enabled(level: Level) -> bool {
     let mut l = LEVEL.load(Ordering::Relaxed);
     if l == 255 {
-        l = init();
+        // Making the process state configures logging (`configure`).
+        crate::process::get();
+        l = LEVEL.load(Ordering::Relaxed);
     }
     level as u8 <= l
 }
 
-#[cold]
-fn init() -> u8 {
-    let cfg = crate::config::get();
+/// Sets the level and the log file from the configuration (once, when the process
+/// state is made; nothing may log before this returns).
+pub fn configure(cfg: &Config) {
+    let _ = FILE.set(cfg.log_file.clone());
     let l = cfg.log_level as u8;
     LEVEL.store(l, Ordering::Relaxed);
     if l > 0 {
         crate::stats::print_at_exit();
     }
-    l
 }
 
 fn sink() -> &'static Mutex<Box<dyn Write + Send>> {
     SINK.get_or_init(|| {
-        let cfg = crate::config::get();
-        let file = cfg.log_file.as_ref().and_then(|f| {
+        let file = FILE.get().and_then(|f| f.as_ref()).and_then(|f| {
             let path = f.replace("%i", &std::process::id().to_string());
             std::fs::OpenOptions::new().create(true).append(true).open(path).ok()
         });

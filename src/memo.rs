@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn empty_slots_never_match() {
         // Even a key and policy equal to an empty slot's: no real generation is 0.
-        let g = crate::shadow::generation();
+        let g = crate::process::get().shadow.generation();
         assert!(g >= 1);
         assert_eq!(get(&EMPTY.key, g, &EMPTY.policy), None);
     }

@@ -16,6 +16,7 @@ pub enum Reason {
     Disabled,
     Reentrant,
     UnknownDescriptor,
+    UnknownHandle,
     NullArgument,
     UnknownAttribute,
     VersionDependent,
@@ -37,16 +38,15 @@ pub enum Reason {
     NoGpu,
     ArchUnsupported,
     TunedForward,
-    Workspace,
-    StreamSlots,
     LaunchFailed,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 27] = [
+    pub const ALL: [Reason; 26] = [
         Reason::Disabled,
         Reason::Reentrant,
         Reason::UnknownDescriptor,
+        Reason::UnknownHandle,
         Reason::NullArgument,
         Reason::UnknownAttribute,
         Reason::VersionDependent,
@@ -68,8 +68,6 @@ impl Reason {
         Reason::NoGpu,
         Reason::ArchUnsupported,
         Reason::TunedForward,
-        Reason::Workspace,
-        Reason::StreamSlots,
         Reason::LaunchFailed,
     ];
 
@@ -78,6 +76,7 @@ impl Reason {
             Reason::Disabled => "disabled",
             Reason::Reentrant => "reentrant-call",
             Reason::UnknownDescriptor => "unknown-descriptor",
+            Reason::UnknownHandle => "unknown-handle",
             Reason::NullArgument => "null-argument",
             Reason::UnknownAttribute => "unknown-attribute",
             Reason::VersionDependent => "version-dependent-attribute",
@@ -99,8 +98,6 @@ impl Reason {
             Reason::NoGpu => "no-gpu",
             Reason::ArchUnsupported => "arch-unsupported",
             Reason::TunedForward => "tuned-forward",
-            Reason::Workspace => "workspace",
-            Reason::StreamSlots => "stream-slots",
             Reason::LaunchFailed => "launch-failed",
         }
     }

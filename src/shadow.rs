@@ -2,13 +2,13 @@
 //!
 //! hipBLASLt cannot report rows/cols/ld/type of a layout, nor the compute and scale
 //! type of a matmul descriptor, so skinnylt records them as they are created and set
-//! (research: hipblaslt_api.md §2.8, §5). Entries are removed on Destroy, before the
+//! . Entries are removed on Destroy, before the
 //! real library frees the object, because addresses are reused. A pointer missing
 //! from the table (created before we were loaded, or mutated behind our back through
 //! the C++ API) makes the call forward.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard};
 
 use rustc_hash::FxHashMap;
 
@@ -47,17 +47,6 @@ impl FromIterator<(i32, u64)> for RawAttrs {
         }
         a
     }
-}
-
-/// Reads the payload of an attribute the way hipBLASLt does: `sizeof(field)` bytes.
-///
-/// # Safety
-/// `buf` must be valid for `size` bytes.
-pub unsafe fn read_payload(buf: *const u8, size: usize) -> u64 {
-    let n = size.min(8);
-    let mut bytes = [0u8; 8];
-    unsafe { std::ptr::copy_nonoverlapping(buf, bytes.as_mut_ptr(), n) };
-    u64::from_le_bytes(bytes)
 }
 
 /// A matmul descriptor.
@@ -173,38 +162,52 @@ pub struct Tables {
     pub prefs: FxHashMap<usize, (Owner, PrefState)>,
 }
 
-static TABLES: RwLock<Option<Tables>> = RwLock::new(None);
-
-/// Bumped under the write lock by every change to the tables (Create, SetAttribute,
-/// Destroy), so what was derived from them can be checked current with one load
-/// instead of lookups (`memo`). Starts at 1: 0 marks a slot that holds nothing.
-/// Alone on its cache lines: every matmul reads it, and a neighbour written per
-/// call (a counter, the lock) would make those reads miss across threads.
-static GENERATION: Padded = Padded(AtomicU64::new(1));
+/// The side table and its generation (one per process: `Process::shadow`).
+pub struct Shadow {
+    tables: RwLock<Tables>,
+    /// Bumped under the write lock by every change to the tables (Create,
+    /// SetAttribute, Destroy), so what was derived from them can be checked current
+    /// with one load instead of lookups (`memo`). Starts at 1: 0 marks a memo slot
+    /// that holds nothing. Alone on its cache lines: every matmul reads it, and a
+    /// neighbour written per call (a counter, the lock) would make those reads miss
+    /// across threads.
+    generation: Padded,
+}
 
 #[repr(align(128))]
 struct Padded(AtomicU64);
 
-/// The tables' generation. Read while holding [`read`]'s guard it names exactly the
-/// state that guard shows; read without it, a value equal to an earlier one means
-/// no change has started since.
-#[inline]
-pub fn generation() -> u64 {
-    GENERATION.0.load(Ordering::Acquire)
+impl Shadow {
+    pub fn new() -> Shadow {
+        Shadow { tables: RwLock::new(Tables::default()), generation: Padded(AtomicU64::new(1)) }
+    }
+
+    /// The tables' generation. Read while holding [`Shadow::read`]'s guard it names
+    /// exactly the state that guard shows; read without it, a value equal to an
+    /// earlier one means no change has started since.
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.0.load(Ordering::Acquire)
+    }
+
+    /// Shared read access (one lock for all kinds, so a Matmul call takes it once).
+    pub fn read(&self) -> RwLockReadGuard<'_, Tables> {
+        self.tables.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Exclusive access.
+    pub fn write<R>(&self, f: impl FnOnce(&mut Tables) -> R) -> R {
+        let mut g = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        // First, so that a change stopping half-way (a panic in `f`) still invalidates.
+        self.generation.0.fetch_add(1, Ordering::Release);
+        f(&mut g)
+    }
 }
 
-/// Shared read access to the side table (one lock for all kinds, so a Matmul call
-/// takes it once).
-pub fn read() -> RwLockReadGuard<'static, Option<Tables>> {
-    TABLES.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Exclusive access, creating the tables on first use.
-pub fn write<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
-    let mut g: RwLockWriteGuard<'static, Option<Tables>> = TABLES.write().unwrap_or_else(|e| e.into_inner());
-    // First, so that a change stopping half-way (a panic in `f`) still invalidates.
-    GENERATION.0.fetch_add(1, Ordering::Release);
-    f(g.get_or_insert_with(Tables::default))
+impl Default for Shadow {
+    fn default() -> Self {
+        Shadow::new()
+    }
 }
 
 /// Allocates the identity of a standalone object: its address is the key, the bytes
@@ -218,6 +221,7 @@ pub fn new_own_object() -> usize {
 /// # Safety
 /// `p` must come from [`new_own_object`] and not have been freed.
 pub unsafe fn free_own_object(p: usize) {
+    // SAFETY: the caller's contract: `p` is a live box from `new_own_object`.
     drop(unsafe { Box::from_raw(p as *mut [u64; 8]) });
 }
 
@@ -239,18 +243,12 @@ mod tests {
 
     #[test]
     fn every_write_bumps_the_generation() {
+        let shadow = Shadow::new();
         for _ in 0..3 {
-            let g = generation();
-            write(|_| ());
-            assert!(generation() > g);
+            let g = shadow.generation();
+            shadow.write(|_| ());
+            assert!(shadow.generation() > g);
         }
-    }
-
-    #[test]
-    fn payload_reads_only_the_field() {
-        let buf = [1u8, 2, 3, 4, 5, 6, 7, 8, 9];
-        assert_eq!(unsafe { read_payload(buf.as_ptr(), 4) }, 0x04030201);
-        assert_eq!(unsafe { read_payload(buf.as_ptr(), 9) }, 0x0807060504030201);
     }
 
     proptest! {

@@ -1,12 +1,15 @@
-//! The C face: thin, mechanical, unsafe. Every exported function is a panic guard
-//! around a call into the safe(r) core; nothing here makes decisions.
+//! The C face: thin, mechanical. Every exported function is a panic guard around
+//! one call into the core, and turns the caller's raw pointers into references
+//! (or numbers, for device memory) on the way in; nothing here makes decisions.
 
 pub mod hipblaslt;
 pub mod skinnylt;
 
+use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::abi::{STATUS_INTERNAL_ERROR, Status};
+use crate::api::{Bytes, BytesMut};
 
 /// Runs `f`, turning a panic into `HIPBLAS_STATUS_INTERNAL_ERROR`: unwinding out of
 /// an `extern "C"` function would abort the host application.
@@ -25,4 +28,44 @@ pub fn guard(f: impl FnOnce() -> Status) -> Status {
 #[inline]
 pub fn guard_or<T>(default: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(default)
+}
+
+/// An out-parameter: `None` for null.
+///
+/// # Safety
+/// `p` is null or valid for reads and writes of a `T` for the call.
+#[inline]
+unsafe fn out<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_mut() }
+}
+
+/// An input struct: `None` for null.
+///
+/// # Safety
+/// `p` is null or valid for reads of a `T` for the call.
+#[inline]
+unsafe fn input<'a, T>(p: *const T) -> Option<&'a T> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_ref() }
+}
+
+/// A `(const void* buf, size_t size)` pair.
+///
+/// # Safety
+/// `buf` is null or valid for reads of `size` bytes for the call.
+#[inline]
+unsafe fn bytes<'a>(buf: *const c_void, size: usize) -> Bytes<'a> {
+    // SAFETY: the caller's contract.
+    Bytes { data: (!buf.is_null()).then(|| unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) }), size }
+}
+
+/// A `(void* buf, size_t size)` output pair.
+///
+/// # Safety
+/// `buf` is null or valid for reads and writes of `size` bytes for the call.
+#[inline]
+unsafe fn bytes_mut<'a>(buf: *mut c_void, size: usize) -> BytesMut<'a> {
+    // SAFETY: the caller's contract.
+    BytesMut { data: (!buf.is_null()).then(|| unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }), size }
 }

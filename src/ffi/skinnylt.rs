@@ -29,11 +29,10 @@ pub extern "C" fn skinnylt_version() -> *const c_char {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn skinnylt_get_counters(out: *mut skinnylt_counters) -> i32 {
     guard_or(-1, || {
-        if out.is_null() {
-            return -1;
-        }
-        let s = crate::stats::snapshot();
-        unsafe { *out = skinnylt_counters { intercepted: s.intercepted, forwarded: s.forwarded_total() } };
+        // SAFETY: the caller's contract: null or a writable `skinnylt_counters`.
+        let Some(out) = (unsafe { out.as_mut() }) else { return -1 };
+        let s = crate::process::get().stats.snapshot();
+        *out = skinnylt_counters { intercepted: s.intercepted, forwarded: s.forwarded_total() };
         0
     })
 }
@@ -49,9 +48,10 @@ pub unsafe extern "C" fn skinnylt_forwarded_for(reason: *const c_char) -> i64 {
         if reason.is_null() {
             return -1;
         }
+        // SAFETY: the caller's contract: a NUL-terminated string (checked non-null).
         let name = unsafe { std::ffi::CStr::from_ptr(reason) }.to_string_lossy();
         match Reason::ALL.iter().find(|r| r.name() == name) {
-            Some(r) => crate::stats::forwarded(*r) as i64,
+            Some(r) => crate::process::get().stats.snapshot().forwarded(*r) as i64,
             None => -1,
         }
     })
@@ -60,25 +60,25 @@ pub unsafe extern "C" fn skinnylt_forwarded_for(reason: *const c_char) -> i64 {
 /// Resets the counters to zero.
 #[unsafe(no_mangle)]
 pub extern "C" fn skinnylt_reset_counters() {
-    guard_or((), crate::stats::reset)
+    guard_or((), || crate::process::get().stats.reset())
 }
 
 /// Turns skinnylt's own kernels on (non-zero) or off (0: every call is forwarded).
 #[unsafe(no_mangle)]
 pub extern "C" fn skinnylt_set_enabled(enabled: i32) {
-    guard_or((), || crate::config::set_enabled(enabled != 0))
+    guard_or((), || crate::process::get().set_enabled(enabled != 0))
 }
 
 /// 1 when skinnylt runs supported GEMMs itself, 0 when it forwards everything.
 #[unsafe(no_mangle)]
 pub extern "C" fn skinnylt_is_enabled() -> i32 {
-    guard_or(0, || crate::config::enabled() as i32)
+    guard_or(0, || crate::process::get().enabled() as i32)
 }
 
 /// 1 when a real hipBLASLt was found and calls are forwarded to it, 0 in standalone mode.
 #[unsafe(no_mangle)]
 pub extern "C" fn skinnylt_has_real_library() -> i32 {
-    guard_or(0, || crate::real::get().is_some() as i32)
+    guard_or(0, || crate::process::get().mode().is_some_and(|m| m.real().is_some()) as i32)
 }
 
 /// Loads everything skinnylt needs on `device` (GPU runtime, code objects, kernels,
@@ -87,7 +87,7 @@ pub extern "C" fn skinnylt_has_real_library() -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn skinnylt_preload(device: i32) -> i32 {
     guard_or(-1, || match crate::engine::preload(device) {
-        Ok(()) => 0,
+        Ok(_) => 0,
         Err(e) => {
             crate::log_warn!("preload of device {device} failed: {e}");
             -1

@@ -1,6 +1,7 @@
-//! The real hipBLASLt: found lazily on first need, once per process, never ourselves.
+//! The real hipBLASLt: found once per process, when the process state first needs
+//! its mode (`crate::process`), and never ourselves.
 //!
-//! Search order (research: hipblaslt_api.md §7.1, nvidia_side.md §3.3):
+//! Search order:
 //! 1. `dlsym(RTLD_NEXT)`: the library that follows us in the global scope (the
 //!    usual case under `LD_PRELOAD` when the application links hipBLASLt);
 //! 2. an already-loaded `libhipblaslt.so*` found by walking the loaded objects and
@@ -15,8 +16,7 @@
 #[macro_use]
 mod functions;
 
-use std::ffi::{CStr, CString, c_char, c_void};
-use std::sync::OnceLock;
+use std::ffi::{CString, c_char, c_void};
 
 use crate::abi::*;
 
@@ -30,9 +30,12 @@ macro_rules! define_table {
         }
 
         impl RealFns {
-            /// Resolves every function from `lib` (a `dlopen` handle).
-            unsafe fn resolve(lib: *mut c_void) -> RealFns {
+            /// Resolves every function from `lib`, a live `dlopen` handle that is
+            /// never closed (`accept`).
+            fn resolve(lib: *mut c_void) -> RealFns {
                 RealFns {
+                    // SAFETY: `lib` is a live handle; each symbol has the C signature
+                    // of hipblaslt.h declared in the list.
                     $($name: unsafe {
                         let p = libc::dlsym(lib, concat!(stringify!($name), "\0").as_ptr().cast());
                         if p.is_null() { None } else { Some(std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($ty),*) -> Status>(p)) }
@@ -63,126 +66,66 @@ pub struct RealLib {
     pub fns: RealFns,
 }
 
-static REAL: OnceLock<Option<RealLib>> = OnceLock::new();
+/// Finds the real hipBLASLt (see the module comment); `None` means standalone mode.
+/// Called once per process, when the process state first needs its mode.
+pub fn find(explicit: Option<&str>) -> Option<RealLib> {
+    let me = crate::dl::own_object().map_or(std::ptr::null_mut(), |o| o.0);
+    let found = find_rtld_next(me).or_else(|| find_loaded(me)).or_else(|| find_by_name(explicit, me));
+    match &found {
+        Some(r) => crate::log_info!("real hipBLASLt: {} ({})", r.path, r.found_by),
+        None => crate::log_info!("no real hipBLASLt found: standalone mode"),
+    }
+    found
+}
 
-/// The real hipBLASLt, resolved on first call; `None` means standalone mode.
-pub fn get() -> Option<&'static RealLib> {
-    REAL.get_or_init(|| {
-        if crate::config::get().standalone {
-            return None;
-        }
-        let found = unsafe { find() };
-        match &found {
-            Some(r) => crate::log_info!("real hipBLASLt: {} ({})", r.path, r.found_by),
-            None => crate::log_info!("no real hipBLASLt found: standalone mode"),
-        }
-        found
+/// 1. The library that follows us in the global scope.
+fn find_rtld_next(me: *mut c_void) -> Option<RealLib> {
+    // SAFETY: RTLD_NEXT lookup of a NUL-terminated name; only the address is used.
+    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"hipblasLtCreate".as_ptr()) };
+    let (base, path) = crate::dl::object_of(next).filter(|_| !next.is_null())?;
+    let path = path.filter(|_| base != me)?;
+    let lib = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me)?;
+    Some(RealLib { path, found_by: "RTLD_NEXT", fns: RealFns::resolve(lib) })
+}
+
+/// 2. An already-loaded copy (e.g. brought in RTLD_LOCAL by a Python extension).
+fn find_loaded(me: *mut c_void) -> Option<RealLib> {
+    crate::dl::loaded_objects().into_iter().find_map(|path| {
+        let file = path.rsplit('/').next().unwrap_or(&path);
+        let lib = file.starts_with("libhipblaslt.so").then(|| accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me))??;
+        Some(RealLib { path, found_by: "already loaded", fns: RealFns::resolve(lib) })
     })
-    .as_ref()
 }
 
-/// Base address of the object that contains `addr` (dladdr), or null.
-fn object_base(addr: *const c_void) -> (*mut c_void, Option<String>) {
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr, &mut info) == 0 {
-            return (std::ptr::null_mut(), None);
-        }
-        let name = (!info.dli_fname.is_null())
-            .then(|| CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned());
-        (info.dli_fbase, name)
-    }
-}
-
-/// Base address of skinnylt's own object.
-fn own_base() -> *mut c_void {
-    object_base(own_base as *const c_void).0
-}
-
-unsafe fn find() -> Option<RealLib> {
-    unsafe {
-        let me = own_base();
-        // 1. RTLD_NEXT.
-        let next = libc::dlsym(libc::RTLD_NEXT, c"hipblasLtCreate".as_ptr());
-        if !next.is_null() {
-            let (base, path) = object_base(next);
-            if base != me
-                && let Some(path) = path
-                && let Some(lib) = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me)
-            {
-                return Some(RealLib { path, found_by: "RTLD_NEXT", fns: RealFns::resolve(lib) });
-            }
-        }
-        // 2. An already-loaded copy (e.g. brought in RTLD_LOCAL by a Python extension).
-        for path in loaded_objects() {
-            let file = path.rsplit('/').next().unwrap_or(&path);
-            if file.starts_with("libhipblaslt.so")
-                && let Some(lib) = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me)
-            {
-                return Some(RealLib { path, found_by: "already loaded", fns: RealFns::resolve(lib) });
-            }
-        }
-        // 3. Explicit path, then the sonames of ROCm 7.x and 6.x.
-        let mut candidates = Vec::new();
-        if let Some(p) = &crate::config::get().real_lib {
-            candidates.push(p.clone());
-        }
-        candidates.push("libhipblaslt.so.1".to_owned());
-        candidates.push("libhipblaslt.so.0".to_owned());
-        for c in candidates {
-            if let Some(lib) = accept(&c, libc::RTLD_LAZY | libc::RTLD_LOCAL, me) {
-                let path = lib_path(lib).unwrap_or(c);
-                return Some(RealLib { path, found_by: "dlopen", fns: RealFns::resolve(lib) });
-            }
-        }
-        None
-    }
+/// 3. An explicit path, then the sonames of ROCm 7.x and 6.x.
+fn find_by_name(explicit: Option<&str>, me: *mut c_void) -> Option<RealLib> {
+    explicit.into_iter().chain(["libhipblaslt.so.1", "libhipblaslt.so.0"]).find_map(|c| {
+        let lib = accept(c, libc::RTLD_LAZY | libc::RTLD_LOCAL, me)?;
+        // SAFETY: `lib` is a live handle that defines hipblasLtCreate (accept checked).
+        let create = unsafe { libc::dlsym(lib, c"hipblasLtCreate".as_ptr()) };
+        let path = crate::dl::object_of(create).and_then(|o| o.1).unwrap_or_else(|| c.to_owned());
+        Some(RealLib { path, found_by: "dlopen", fns: RealFns::resolve(lib) })
+    })
 }
 
 /// Opens `path` with `flags` and keeps it only if it defines `hipblasLtCreate` and
-/// is not skinnylt itself.
-unsafe fn accept(path: &str, flags: i32, me: *mut c_void) -> Option<*mut c_void> {
+/// is not skinnylt itself. The handle is never closed.
+fn accept(path: &str, flags: i32, me: *mut c_void) -> Option<*mut c_void> {
     let cpath = CString::new(path).ok()?;
-    unsafe {
-        let lib = libc::dlopen(cpath.as_ptr(), flags);
-        if lib.is_null() {
-            return None;
-        }
-        let create = libc::dlsym(lib, c"hipblasLtCreate".as_ptr());
-        if create.is_null() || object_base(create).0 == me {
-            libc::dlclose(lib);
-            return None;
-        }
-        Some(lib)
+    // SAFETY: dlopen of a NUL-terminated path; loading a library runs its
+    // initialisers, which the application would run by linking it.
+    let lib = unsafe { libc::dlopen(cpath.as_ptr(), flags) };
+    if lib.is_null() {
+        return None;
     }
-}
-
-/// The file behind a `dlopen` handle, via one of its symbols.
-unsafe fn lib_path(lib: *mut c_void) -> Option<String> {
-    unsafe {
-        let sym = libc::dlsym(lib, c"hipblasLtCreate".as_ptr());
-        object_base(sym).1
+    // SAFETY: `lib` is the live handle just opened.
+    let create = unsafe { libc::dlsym(lib, c"hipblasLtCreate".as_ptr()) };
+    if create.is_null() || crate::dl::object_of(create).map(|o| o.0) == Some(me) {
+        // SAFETY: closes the handle opened above, which nothing else holds.
+        unsafe { libc::dlclose(lib) };
+        return None;
     }
-}
-
-/// Paths of every object loaded in this process (dl_iterate_phdr).
-pub fn loaded_objects() -> Vec<String> {
-    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> i32 {
-        unsafe {
-            let out = &mut *(data as *mut Vec<String>);
-            let name = (*info).dlpi_name;
-            if !name.is_null() {
-                let s = CStr::from_ptr(name as *const c_char).to_string_lossy();
-                if !s.is_empty() {
-                    out.push(s.into_owned());
-                }
-            }
-        }
-        0
-    }
-    let mut out: Vec<String> = Vec::new();
-    unsafe { libc::dl_iterate_phdr(Some(visit), &mut out as *mut Vec<String> as *mut c_void) };
-    out
+    Some(lib)
 }
 
 thread_local! {

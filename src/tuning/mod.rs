@@ -16,6 +16,7 @@ pub mod schema;
 use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
+use crate::config::Config;
 use crate::gpu::Arch;
 use crate::kernels;
 use crate::route::Problem;
@@ -68,7 +69,7 @@ struct Neighbour {
 /// (|ln N/N'| + |ln K/K'| <= `NEAR`, about ±12 % in one dimension) and beat the
 /// vendor by `CONFIDENT_SPEEDUP`; otherwise a measured table forwards and a model
 /// table leaves the choice to the fallback. Measured on 84 off-grid model shapes
-/// (H100, docs/notes/2026-11-22-session2.md): the untuned fallback ran them at
+/// (H100; docs/performance.md): the untuned fallback ran them at
 /// 0.82x geomean (min 0.40x); borrowing from neighbours up to ln 2 away at 1.10x
 /// still lost up to 15 % (wave quantisation moves with N): so only close, clear
 /// wins are extrapolated, and `skinnylt tune --shape` measures the rest.
@@ -162,14 +163,9 @@ pub fn embedded_fallback() -> &'static str {
 /// (`<prefix>/lib[/<triple>]/libskinnylt.so` → `<prefix>/share/skinnylt/tuning`),
 /// else the packages' `/usr/share/skinnylt/tuning`.
 pub fn installed_dir() -> Option<std::path::PathBuf> {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let own = if unsafe { libc::dladdr(installed_dir as *const libc::c_void, &mut info) } != 0 && !info.dli_fname.is_null() {
-        Some(std::path::PathBuf::from(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned()))
-    } else {
-        None
-    };
     // dladdr reports the path the object was opened by (/lib/... through a merged
     // /usr, or argv[0] for the CLI): resolve it to the real file first.
+    let own = crate::dl::own_object().and_then(|o| o.1).map(std::path::PathBuf::from);
     let own = own.and_then(|p| std::fs::canonicalize(&p).ok().or_else(|| std::fs::canonicalize("/proc/self/exe").ok()));
     own.iter()
         .flat_map(|lib| lib.ancestors().skip(1).take(3).map(|p| p.join("share/skinnylt/tuning")))
@@ -177,11 +173,16 @@ pub fn installed_dir() -> Option<std::path::PathBuf> {
         .find(|p| p.is_dir())
 }
 
+/// `SKINNYLT_TUNING_DIR`, then the installed data directory.
+fn search_dirs(cfg: &Config) -> impl Iterator<Item = std::path::PathBuf> + use<> {
+    let dir = cfg.tuning_dir.as_ref().map(std::path::PathBuf::from);
+    dir.into_iter().chain(installed_dir())
+}
+
 impl Tuning {
     /// Loads the tuning for `arch` on the device named `device` from the first
     /// source that exists (the device's variant file where it has one).
-    pub fn load(arch: Arch, device: &str) -> Tuning {
-        let cfg = crate::config::get();
+    pub fn load(cfg: &Config, arch: Arch, device: &str) -> Tuning {
         let file = cfg.tuning_file.iter().map(std::path::PathBuf::from);
         let variant = variant_for(arch, device);
         let name = name_of(arch, variant, true);
@@ -189,21 +190,21 @@ impl Tuning {
             // The first directory with either file holds the arch's table but not the
             // variant's: a table the user put there is skipped on this device.
             let general = format!("{}.json", arch.name());
-            let first = Tuning::search_dirs().find(|d| d.join(&general).exists() || d.join(&name).exists());
+            let first = search_dirs(cfg).find(|d| d.join(&general).exists() || d.join(&name).exists());
             if let Some(d) = first.filter(|d| !d.join(&name).exists()) {
                 crate::log_warn!("{device} reads {name}, not {} (rename it to use it on this device)", d.join(&general).display());
             }
         }
         let embedded = variant.map_or(embedded(arch), |v| v.table);
-        Tuning::first_of(arch, file.chain(Tuning::dirs(&name)), embedded, &name).unwrap_or_default()
+        Tuning::first_of(arch, file.chain(search_dirs(cfg).map(|d| d.join(&name))), embedded, &name).unwrap_or_default()
     }
 
     /// The table for launches without PDL: `<arch>[-<variant>]-nopdl.json` from the
     /// tuning directory, the installed one, else the embedded copy; none where the
     /// arch (or the device's variant) has none, or where `SKINNYLT_TUNING_FILE` names
     /// one table for every launch.
-    pub fn load_no_pdl(arch: Arch, device: &str) -> Option<Tuning> {
-        if crate::config::get().tuning_file.is_some() {
+    pub fn load_no_pdl(cfg: &Config, arch: Arch, device: &str) -> Option<Tuning> {
+        if cfg.tuning_file.is_some() {
             return None;
         }
         let variant = variant_for(arch, device);
@@ -212,18 +213,7 @@ impl Tuning {
             Some(v) => v.no_pdl?,
             None => embedded_no_pdl(arch)?,
         };
-        Tuning::first_of(arch, Tuning::dirs(&name), embedded, &name)
-    }
-
-    /// `file` in `SKINNYLT_TUNING_DIR`, then in the installed data directory.
-    fn dirs(file: &str) -> impl Iterator<Item = std::path::PathBuf> {
-        Tuning::search_dirs().map(move |d| d.join(file))
-    }
-
-    /// `SKINNYLT_TUNING_DIR`, then the installed data directory.
-    fn search_dirs() -> impl Iterator<Item = std::path::PathBuf> {
-        let dir = crate::config::get().tuning_dir.as_ref().map(std::path::PathBuf::from);
-        dir.into_iter().chain(installed_dir())
+        Tuning::first_of(arch, search_dirs(cfg).map(|d| d.join(&name)), embedded, &name)
     }
 
     /// The first of `candidates` that reads and parses (a bad one is logged and
@@ -402,13 +392,13 @@ mod tests {
             }
         }
         assert_eq!(file_name(Arch::Gfx942, "AMD Instinct MI300X", false), "gfx942.json");
-        let h200 = Tuning::load(Arch::Sm90, "NVIDIA H200");
-        let h100 = Tuning::load(Arch::Sm90, "NVIDIA H100 80GB HBM3");
-        let cfg = crate::config::get();
+        let cfg = Config::from_env();
+        let h200 = Tuning::load(&cfg, Arch::Sm90, "NVIDIA H200");
+        let h100 = Tuning::load(&cfg, Arch::Sm90, "NVIDIA H100 80GB HBM3");
         if cfg.tuning_file.is_none() && cfg.tuning_dir.is_none() && installed_dir().is_none() {
             assert_eq!(h200.source, "embedded sm90-h200.json");
             assert_eq!(h100.source, "embedded sm90.json");
-            let no_pdl = Tuning::load_no_pdl(Arch::Sm90, "NVIDIA H200").unwrap();
+            let no_pdl = Tuning::load_no_pdl(&cfg, Arch::Sm90, "NVIDIA H200").unwrap();
             assert_eq!(no_pdl.source, "embedded sm90-h200-nopdl.json");
         }
     }

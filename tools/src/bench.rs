@@ -17,7 +17,6 @@ use std::fmt::Write as _;
 
 use skinnylt::gpu::DeviceInfo;
 use skinnylt::route::DType;
-use skinnylt::stats;
 
 use crate::client::{Handle, Linear};
 use crate::gpu::{Buf, Gpu};
@@ -118,8 +117,6 @@ pub fn units(info: &DeviceInfo) -> String {
 }
 
 pub fn run(a: &Args) -> i32 {
-    // A shape the table forwards counts as the vendor's, as it would with a real hipBLASLt.
-    skinnylt::engine::set_forward_without_real(true);
     on_gpu("bench", |rt| bench(rt, a))
 }
 
@@ -262,7 +259,7 @@ pub fn vendor_time(cu: &Gpu, s: *mut c_void, reps: usize, lt: &dyn Vendor, p: &P
 }
 
 fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
-    let dev = skinnylt::engine::device_kernels(0)?;
+    let dev = skinnylt::engine::device(0)?;
     cu.make_current(dev.ctx)?;
     let lt = vendor::for_backend(cu.backend())?;
     let dtype: DType = a.select.dtype.into();
@@ -296,10 +293,13 @@ fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
 
         // skinnylt through the C API.
         let l = Linear::new(dtype, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, sh.bias.then_some(bias.1))?;
-        let before = stats::intercepted();
+        // Deployment routing: a shape the table forwards counts as the vendor's, as it
+        // would with a real hipBLASLt (standalone, the library runs its fallback).
+        let tuned_forward = dev.choose(&sh.problem(dtype), dev.pdl(), true) == Err(skinnylt::engine::Error::TunedForward);
+        let before = crate::counters().intercepted;
         let probe = l.run(&h, 1.0, ws_bufs[0].1, xs[0].1, ys[0].1, ws.1, ws_bytes, s);
         cu.sync(s)?;
-        let forwarded = probe != skinnylt::abi::STATUS_SUCCESS || stats::intercepted() != before + 1;
+        let forwarded = tuned_forward || probe != skinnylt::abi::STATUS_SUCCESS || crate::counters().intercepted != before + 1;
         let ours_call = |i: usize| {
             let j = i % sets;
             match l.run(&h, 1.0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s) {

@@ -22,9 +22,11 @@ use std::time::Instant;
 
 use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
-use skinnylt::{engine, kernels, stats};
-use crate::grid;
+use skinnylt::engine::Call;
+use skinnylt::gpu::Stream;
+use skinnylt::kernels;
 
+use crate::grid;
 use crate::client::{Handle, Linear};
 use crate::gpu::{Buf, Gpu};
 use crate::reference::{self, Rng};
@@ -44,7 +46,8 @@ pub struct Args {
     #[arg(long)]
     pub out: Option<String>,
     /// "fallback": ignore the tuning table, so every shape runs a fallback kernel;
-    /// "shipped": use the table (shapes it forwards are reported, not run).
+    /// "shipped": use the table (shapes it forwards run the fallback, as in
+    /// standalone mode).
     #[arg(long, default_value = "fallback")]
     pub tuning: String,
     /// Run only the kernel sweep: every compiled kernel at several split-K factors on
@@ -70,9 +73,6 @@ struct Case {
     workspace: bool,
 }
 
-/// The shipped table sends this shape to the vendor library (not a failure).
-const TUNED_FORWARD: &str = "forwarded by the tuning table";
-
 struct Suite<'a> {
     cu: &'a Gpu,
     h: Handle,
@@ -80,14 +80,13 @@ struct Suite<'a> {
     ws: Buf<'a>,
     ws_bytes: usize,
     passed: usize,
-    forwarded: usize,
+    /// Whether the device launches with programmatic dependent launch.
+    pdl: bool,
     failed: Vec<String>,
     log: Vec<String>,
 }
 
 pub fn run(a: &Args) -> i32 {
-    // A shape the table forwards counts as the vendor's, as it would with a real hipBLASLt.
-    skinnylt::engine::set_forward_without_real(true);
     if a.tuning == "fallback" {
         // An empty table for every arch, set before the library reads its config.
         let dir = std::env::temp_dir().join(format!("skinnylt-check-{}", std::process::id()));
@@ -112,12 +111,12 @@ pub fn run(a: &Args) -> i32 {
 }
 
 fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
-    let dev = skinnylt::engine::device_kernels(0)?;
+    let dev = skinnylt::engine::device(0)?;
     cu.make_current(dev.ctx)?;
     let seed = a.seed.unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
     println!("device {} ({}); seed {seed}; tuning: {} ({} entries)", dev.info.name, dev.info.arch_name, dev.tuning.source, dev.tuning.entries);
     let ws_bytes = 64 << 20;
-    let mut s = Suite { cu, h: Handle::new()?, rng: Rng(seed), ws: Buf(cu, cu.malloc(ws_bytes)?), ws_bytes, passed: 0, forwarded: 0, failed: Vec::new(), log: Vec::new() };
+    let mut s = Suite { cu, h: Handle::new()?, rng: Rng(seed), ws: Buf(cu, cu.malloc(ws_bytes)?), ws_bytes, passed: 0, pdl: dev.pdl(), failed: Vec::new(), log: Vec::new() };
 
     if a.kernel_sweep {
         let t0 = Instant::now();
@@ -186,9 +185,6 @@ impl<'a> Suite<'a> {
         for f in &self.failed {
             println!("FAILED: {f}");
         }
-        if self.forwarded > 0 {
-            println!("{} cases forwarded by the tuning table (not run)", self.forwarded);
-        }
         println!("{} passed, {} failed", self.passed, self.failed.len());
         Ok((!self.failed.is_empty()) as i32)
     }
@@ -249,8 +245,9 @@ impl<'a> Suite<'a> {
                     let name = format!("sweep {} M={m} N={n} K={k} split={split} bias={bias} ldw={ldw} ldy={ldy} alpha={alpha}", ke.name);
                     let (ws, ws_size) = if (mi + si) % 2 == 1 { (self.ws.1, self.ws_bytes) } else { (0, 0) };
                     cu.memset16(dy.1, 0xffff, m * ldy)?; // NaN poison
-                    let res = engine::run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, ws, ws_size, std::ptr::null_mut())
-                        .map_err(|r| format!("run_choice: {}", r.name()))
+                    let res = crate::engines()
+                        .run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, &Call { workspace: ws, workspace_size: ws_size, stream: Stream(std::ptr::null_mut()) })
+                        .map_err(|e| format!("run_choice: {e}"))
                         .and_then(|_| cu.device_sync())
                         .and_then(|_| {
                             let mut y = vec![0u16; m * ldy];
@@ -299,16 +296,12 @@ impl<'a> Suite<'a> {
 
     fn launch(&self, c: &Case, i: &Inputs, stream: *mut c_void) -> Result<(), String> {
         let (ws, ws_size) = if c.workspace { (self.ws.1, self.ws_bytes) } else { (0, 0) };
-        let before = stats::intercepted();
-        let tuned_forward = stats::forwarded(skinnylt::route::Reason::TunedForward);
+        let before = crate::counters().intercepted;
         let st = i.l.run(&self.h, 1.0, i.dw.1, i.dx.1, i.dy.1, ws, ws_size, stream);
-        if st == skinnylt::abi::STATUS_NOT_SUPPORTED && stats::forwarded(skinnylt::route::Reason::TunedForward) == tuned_forward + 1 {
-            return Err(TUNED_FORWARD.into());
-        }
         if st != skinnylt::abi::STATUS_SUCCESS {
-            return Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), stats::summary()));
+            return Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), crate::counters()));
         }
-        if stats::intercepted() != before + 1 {
+        if crate::counters().intercepted != before + 1 {
             return Err("the call was not run by skinnylt".into());
         }
         Ok(())
@@ -322,10 +315,6 @@ impl<'a> Suite<'a> {
 
     fn record(&mut self, name: String, result: Result<String, String>) {
         match result {
-            Err(e) if e == TUNED_FORWARD => {
-                self.forwarded += 1;
-                self.log.push(format!("{{\"case\":{name:?},\"ok\":true,\"detail\":\"forwarded by tuning\"}}"));
-            }
             Ok(detail) => {
                 self.passed += 1;
                 self.log.push(format!("{{\"case\":{name:?},\"ok\":true,\"detail\":{detail:?}}}"));
@@ -388,13 +377,13 @@ impl<'a> Suite<'a> {
         let cu = self.cu;
         let stream = cu.stream_create()?;
         let inputs: Vec<Inputs> = shapes.iter().map(|c| self.inputs(c)).collect::<Result<_, _>>()?;
-        // Eager results first (a table that forwards one of these shapes skips the test).
+        // Eager results first.
         let mut eager = Vec::new();
         for (c, i) in shapes.iter().zip(&inputs) {
             if let Err(e) = self.launch(c, i, stream) {
                 cu.stream_destroy(stream);
                 self.record("graph capture + 1000 replays (split-K)".into(), Err(e.clone()));
-                return if e == TUNED_FORWARD { Ok(()) } else { Err(e) };
+                return Err(e);
             }
             cu.sync(stream)?;
             eager.push(self.read(c, i)?);
@@ -433,11 +422,11 @@ impl<'a> Suite<'a> {
     fn per_thread_stream(&mut self, c: &Case) -> Result<(), String> {
         let i = self.inputs(c)?;
         self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
-        let fallbacks = stats::lane_fallbacks();
+        let fallbacks = crate::counters().lane_fallbacks;
         let res = self.launch(c, &i, 2usize as *mut c_void).and_then(|_| self.cu.device_sync()).and_then(|_| self.read(c, &i)).and_then(|y| {
             let r = reference::reference(c.dtype, c.m, c.n, c.k, &i.w, c.ldw, &i.x, c.k, c.bias.then_some(&i.b[..]), 1.0);
             match reference::rel_error(c.dtype, c.m, c.n, &y, c.ldy, &r) {
-                Some(e) if e <= reference::tolerance(c.dtype) => Ok(format!("rel_err={e:.3e}, lane fallbacks {}", stats::lane_fallbacks() - fallbacks)),
+                Some(e) if e <= reference::tolerance(c.dtype) => Ok(format!("rel_err={e:.3e}, lane fallbacks {}", crate::counters().lane_fallbacks - fallbacks)),
                 Some(e) => Err(format!("relative error {e:.3e}")),
                 None => Err("output not fully written".into()),
             }
@@ -506,8 +495,7 @@ impl<'a> Suite<'a> {
             cu.memset16(bufs[1].1, 0xffff, m * h)?;
             cu.memset16(dyl.1, 0xffff, mw * m)
         };
-        let intercepted = stats::intercepted();
-        let tuned_forward = stats::forwarded(skinnylt::route::Reason::TunedForward);
+        let intercepted = crate::counters().intercepted;
         let res = (|| -> Result<String, String> {
             // First step alone, against float64.
             poison()?;
@@ -547,15 +535,12 @@ impl<'a> Suite<'a> {
                 }
             }
             cu.graph_destroy(exec);
-            Ok(format!("{} steps; eager and 200 replays bitwise equal to synchronised runs; PDL {}", steps + 1, skinnylt::config::pdl()))
+            Ok(format!("{} steps; eager and 200 replays bitwise equal to synchronised runs; PDL {}", steps + 1, self.pdl))
         })();
         cu.sync(stream)?;
         cu.stream_destroy(stream);
-        let ran = stats::intercepted() - intercepted;
-        // A table that forwards these shapes skips the test (`--tuning fallback` runs it).
-        let forwarded = stats::forwarded(skinnylt::route::Reason::TunedForward) > tuned_forward;
+        let ran = crate::counters().intercepted - intercepted;
         let res = match res {
-            Err(_) if forwarded => Err(TUNED_FORWARD.to_owned()),
             Ok(_) if ran == 0 => Err("no step was run by skinnylt".into()),
             r => r.map(|d| format!("{d}; {ran} calls run by skinnylt")),
         };
@@ -573,7 +558,7 @@ impl<'a> Suite<'a> {
                 cu.stream_destroy(s1);
                 cu.stream_destroy(s2);
                 self.record("two streams on one handle (split-K)".into(), Err(e.clone()));
-                return if e == TUNED_FORWARD { Ok(()) } else { Err(e) };
+                return Err(e);
             }
             cu.sync(s1)?;
             want.push(self.read(c, i)?);

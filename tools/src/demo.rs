@@ -2,7 +2,10 @@
 
 use skinnylt::gpu::Arch;
 use skinnylt::route::{DType, Form, Problem};
-use skinnylt::{real, stats};
+use skinnylt::engine::{self, Target};
+use skinnylt::tuning::Tuning;
+use skinnylt::tuning::fallback::Fallback;
+use skinnylt::{kernels, process};
 
 use crate::client::{Handle, Linear};
 use crate::gpu::Gpu;
@@ -52,7 +55,7 @@ pub fn run(a: &Args) -> i32 {
         n = a.n,
         k = a.k
     );
-    match (Gpu::get(), real::get()) {
+    match (Gpu::get(), process::get().real_lib()) {
         (Some(cu), None) => match on_gpu(cu, a, dtype) {
             Ok(()) => 0,
             Err(e) => {
@@ -85,16 +88,16 @@ fn routed_without_gpu(a: &Args, dtype: DType) -> Result<(), String> {
     let h = Handle::new()?;
     let bias = a.bias.then_some(0x7300_0000u64);
     let l = Linear::new(dtype, a.m as u64, a.n as u64, a.k as u64, a.k as u64, a.k as u64, a.n as u64, bias)?;
-    stats::reset();
+    process::get().stats.reset();
     let s = l.run(&h, 1.0, 0x7000_0000, 0x7100_0000, 0x7200_0000, 0, 0, std::ptr::null_mut());
-    println!("hipblasLtMatmul returned {} — {}", skinnylt::abi::status_name(s), stats::summary());
+    println!("hipblasLtMatmul returned {} — {}", skinnylt::abi::status_name(s), crate::counters());
     Ok(())
 }
 
 fn explain(a: &Args, dtype: DType) {
     let p = route_problem(a, dtype);
     for arch in Arch::ALL {
-        match skinnylt::engine::explain(arch, &p) {
+        match explain_on(arch, &p) {
             Ok((name, plan)) => println!(
                 "  on {:<6} ({} units): {name}, split_k {}, grid {}x{} CTAs of {} threads",
                 arch.name(),
@@ -110,7 +113,7 @@ fn explain(a: &Args, dtype: DType) {
 }
 
 fn on_gpu(cu: &Gpu, a: &Args, dtype: DType) -> Result<(), String> {
-    let dev = skinnylt::engine::device_kernels(0)?;
+    let dev = engine::device(0)?;
     cu.make_current(dev.ctx)?;
     println!("device: {} ({}), standalone mode", dev.info.name, dev.info.arch_name);
     let (m, n, k) = (a.m as usize, a.n as usize, a.k as usize);
@@ -125,11 +128,11 @@ fn on_gpu(cu: &Gpu, a: &Args, dtype: DType) -> Result<(), String> {
     cu.memset16(dy, 0xffff, m * n)?; // NaN poison
     let h = Handle::new()?;
     let l = Linear::new(dtype, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, a.bias.then_some(db))?;
-    stats::reset();
+    process::get().stats.reset();
     let s = l.run(&h, 1.0, dw, dx, dy, 0, 0, std::ptr::null_mut());
     cu.device_sync()?;
-    println!("hipblasLtMatmul returned {} — {}", skinnylt::abi::status_name(s), stats::summary());
-    if let Ok((name, plan)) = skinnylt::engine::explain(dev.arch, &route_problem(a, dtype)) {
+    println!("hipblasLtMatmul returned {} — {}", skinnylt::abi::status_name(s), crate::counters());
+    if let Ok((name, plan)) = explain_on(dev.arch, &route_problem(a, dtype)) {
         println!("kernel: {name}, split_k {}, grid {}x{}", plan.split_k, plan.grid[0], plan.grid[1]);
     }
     let mut y = vec![0u16; m * n];
@@ -160,4 +163,19 @@ fn on_gpu(cu: &Gpu, a: &Args, dtype: DType) -> Result<(), String> {
 
 fn route_problem(a: &Args, dtype: DType) -> Problem {
     Problem { dtype, form: Form::Linear, m: a.m, n: a.n, k: a.k, w: 0, ldw: a.k as u64, x: 0, ldx: a.k as u64, y: 0, ldy: a.n as u64, bias: a.bias as u64 * 2, alpha: 1.0 }
+}
+
+/// What would run `p` on `arch` with the shipped (embedded) table and no vendor
+/// library to forward to, on the arch's common part: the library's own choose and
+/// plan, without a device.
+fn explain_on(arch: Arch, p: &Problem) -> Result<(String, engine::Plan), skinnylt::route::Reason> {
+    let unsupported = skinnylt::route::Reason::ArchUnsupported;
+    let table = Tuning::parse(arch, skinnylt::tuning::embedded(arch), "embedded").map_err(|_| unsupported)?;
+    let units = arch.default_units();
+    let choice = engine::choose(&table, &Fallback::for_arch(arch), units, p, false).map_err(|_| unsupported)?;
+    let cfg = skinnylt::config::Config::from_env();
+    let backend = if arch == Arch::Sm90 { skinnylt::gpu::Backend::Cuda } else { skinnylt::gpu::Backend::Hip };
+    let target = Target { arch, backend, units, partial_capacity: engine::lane_bytes(&cfg) };
+    let plan = engine::plan(&target, choice, p).map_err(|_| skinnylt::route::Reason::Dimensions)?;
+    Ok((kernels::for_arch(arch).kernels[plan.kernel].name.to_owned(), plan))
 }

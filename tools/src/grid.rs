@@ -10,6 +10,29 @@ pub struct Shape {
     pub bias: bool,
 }
 
+impl Shape {
+    /// The packed `F.linear` problem of this shape (placeholder pointers, never
+    /// read: for routing and planning questions).
+    pub fn problem(&self, dtype: skinnylt::route::DType) -> skinnylt::route::Problem {
+        let (m, n, k) = (self.m, self.n, self.k);
+        skinnylt::route::Problem {
+            dtype,
+            form: skinnylt::route::Form::Linear,
+            m,
+            n,
+            k,
+            w: 0,
+            ldw: k as u64,
+            x: 0,
+            ldx: k as u64,
+            y: 0,
+            ldy: n as u64,
+            bias: if self.bias { 0x100 } else { 0 },
+            alpha: 1.0,
+        }
+    }
+}
+
 const M8: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 
 /// G1 (K=7168 decode grid), G2 (model shapes), G3 (large decode shapes).

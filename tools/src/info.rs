@@ -1,16 +1,16 @@
 //! `skinnylt info`.
 
-use skinnylt::{api, config, engine, gpu, kernels, real};
+use skinnylt::{engine, gpu, kernels, process};
 
 pub fn run() -> i32 {
-    let cfg = config::get();
-    println!("skinnylt {} (hipBLASLt C ABI level {})", env!("CARGO_PKG_VERSION"), api::OWN_ABI_VERSION);
+    let p = process::get();
+    println!("skinnylt {} (hipBLASLt C ABI level {})", env!("CARGO_PKG_VERSION"), process::OWN_ABI_VERSION);
     println!("kernels built with: {}", kernels::BUILT_WITH);
     for a in kernels::all() {
         println!("  {:<7} {:>3} kernels, {:>7} bytes of code object", a.arch.name(), a.kernels.len(), a.image.len());
     }
-    println!("enabled: {} (SKINNYLT_DISABLE), max tokens: {} (SKINNYLT_MAX_M)", config::enabled(), cfg.max_m);
-    match real::get() {
+    println!("enabled: {} (SKINNYLT_DISABLE), max tokens: {} (SKINNYLT_MAX_M)", p.enabled(), p.config.max_m);
+    match p.real_lib() {
         Some(r) => {
             let missing: Vec<_> = r.fns.missing().into_iter().map(|(_, n)| n).collect();
             println!("real hipBLASLt: {} (found by {}); functions it lacks: {}", r.path, r.found_by, if missing.is_empty() { "none".into() } else { missing.join(", ") });
@@ -24,7 +24,7 @@ pub fn run() -> i32 {
             for d in 0..rt.device_count() {
                 match rt.device_info(d) {
                     Ok(i) => {
-                        let kernels = match engine::device_kernels(d) {
+                        let kernels = match engine::device(d) {
                             Ok(k) => format!(
                                 "{} kernels loaded, tuning: {} ({} entries){}",
                                 k.functions.len(),

@@ -14,3 +14,13 @@ pub mod progress;
 pub mod reference;
 pub mod tune;
 pub mod vendor;
+
+/// The library's counters now.
+pub fn counters() -> skinnylt::stats::Snapshot {
+    skinnylt::process::get().stats.snapshot()
+}
+
+/// The engines of this process (devices and handles), for runs of a given choice.
+pub fn engines() -> &'static skinnylt::engine::Engines {
+    &skinnylt::process::get().engines
+}

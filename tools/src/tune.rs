@@ -7,7 +7,8 @@
 
 use std::time::Instant;
 
-use skinnylt::gpu;
+use skinnylt::gpu::{self, Stream};
+use skinnylt::engine::Call;
 use skinnylt::route::{DType, Form, Problem};
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::MIN_BLOCKS;
@@ -82,10 +83,10 @@ fn out_path(a: &Args, arch: gpu::Arch, device: Option<&str>, pdl: bool) -> Strin
 }
 
 fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
-    let dev = engine::device_kernels(0)?;
+    let dev = engine::device(0)?;
     cu.make_current(dev.ctx)?;
     let arch = dev.arch;
-    let out = out_path(a, arch, Some(&dev.info.name), skinnylt::config::pdl());
+    let out = out_path(a, arch, Some(&dev.info.name), dev.pdl());
     let lt = vendor::for_backend(cu.backend())?;
     let dtype: DType = a.select.dtype.into();
     let s = cu.stream_create()?;
@@ -167,10 +168,11 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         // alone takes seconds.
         let t0 = Instant::now();
         let mut best: Option<(f64, Choice)> = None;
+        let call = Call { workspace: 0, workspace_size: 0, stream: Stream(s) };
         let time_choice = |choice: Choice, reps: usize| {
             time_graph(cu, s, reps, count, || {
                 for c in 0..count {
-                    engine::run_choice(h.0 as usize, &problem(c % sets), choice, 0, 0, s).map_err(|r| r.name().to_owned())?;
+                    crate::engines().run_choice(h.0 as usize, &problem(c % sets), choice, &call).map_err(|e| e.to_string())?;
                 }
                 Ok(())
             })
@@ -181,7 +183,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         // run or failed the check).
         let mut measure = |choice: Choice, reps: usize| -> Result<Option<f64>, String> {
             cu.memset16(yb[0].1, 0xffff, m * n)?;
-            if engine::run_choice(h.0 as usize, &problem(0), choice, 0, 0, s).is_err() {
+            if crate::engines().run_choice(h.0 as usize, &problem(0), choice, &call).is_err() {
                 return Ok(None);
             }
             cu.sync(s)?;
@@ -218,7 +220,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
             let cap = if ke.config.cluster { skinnylt::tuning::schema::MAX_CLUSTER_SPLIT } else { u32::MAX };
             let mut splits = Vec::new();
             for &asked in SPLITS.iter().filter(|&&sp| (sp == 1 || nkb / sp >= MIN_BLOCKS) && sp <= cap) {
-                let Ok(plan) = engine::plan_choice(h.0 as usize, &problem(0), Choice::Run { kernel: ki, split_k: asked }) else { continue };
+                let Ok(plan) = crate::engines().plan_choice(h.0 as usize, &problem(0), Choice::Run { kernel: ki, split_k: asked }) else { continue };
                 if !splits.contains(&plan.split_k) {
                     splits.push(plan.split_k);
                 }

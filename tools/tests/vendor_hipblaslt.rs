@@ -121,7 +121,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
         std::env::set_var("SKINNYLT_STANDALONE", "");
         std::env::set_var("SKINNYLT_DISABLE", "");
     }
-    let before = skinnylt::stats::snapshot();
+    let before = skinnylt_tools::counters();
 
     // Loading: the handle, and the version read through it.
     let lt = vendor::hipblaslt::load().expect("load the stub as the real hipBLASLt");
@@ -225,7 +225,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
     // functions the discovery's table holds.
     let lib = unsafe { libloading::Library::new(&stub_path) }.unwrap();
     let by_name = LtFns::<abi::HeuristicResult>::resolve(&lib, "hipblasLt");
-    let real = &skinnylt::real::get().expect("real library").fns;
+    let real = &skinnylt::process::get().real_lib().expect("real library").fns;
     macro_rules! same {
         ($($field:ident = $real:ident),*) => {$(
             assert!(by_name.$field.is_some(), stringify!($field));
@@ -248,7 +248,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
     );
 
     // Nothing went through skinnylt's own hipBLASLt functions.
-    let after = skinnylt::stats::snapshot();
+    let after = skinnylt_tools::counters();
     assert_eq!(after.forwarded_total(), before.forwarded_total());
-    assert_eq!(skinnylt::stats::intercepted(), 0);
+    assert_eq!(skinnylt_tools::counters().intercepted, 0);
 }

@@ -54,7 +54,7 @@ pub type HipblasLt = Lt<HeuristicResult>;
 /// The real hipBLASLt with a handle of its own; an error in standalone mode or
 /// when no real library is installed.
 pub fn load() -> Result<HipblasLt, String> {
-    let lib = real::get().ok_or(
+    let lib = skinnylt::process::get().real_lib().ok_or(
         "no real hipBLASLt found: install ROCm's libhipblaslt (libhipblaslt.so.1 or .so.0 on the loader path), or set SKINNYLT_REAL_LIB; SKINNYLT_STANDALONE must be unset",
     )?;
     let r = &lib.fns;

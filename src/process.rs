@@ -1,0 +1,160 @@
+//! The one process-wide state: the configuration, the mode (interposed on a real
+//! hipBLASLt, or standalone), the side table of descriptors, the handles and
+//! devices, and the counters. Made once, on first use; afterwards the hot path only
+//! reads it. What may change later, and who changes it:
+//! * `enabled`: `skinnylt_set_enabled` (the application's own switch);
+//! * the real library's version, learned when the first handle is created;
+//! * the shadow tables, handles and devices: Create/Set/Destroy calls;
+//! * a device's PDL state, once, if the driver refuses a PDL launch
+//!   (`engine::Device`);
+//! * the counters.
+//!
+//! Logging (`crate::log`) and the per-thread routing memo (`crate::memo`) are the
+//! only state outside it: logging must work while this is made, and the memo is
+//! per thread by design.
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use crate::config::Config;
+use crate::engine::Engines;
+use crate::real::RealLib;
+use crate::route::Policy;
+use crate::shadow::Shadow;
+use crate::stats::Stats;
+
+/// The hipBLASLt ABI level skinnylt implements in standalone mode (hipBLASLt 1.2,
+/// ROCm 7.2): `hipblasLtGetVersion` reports it, and version-dependent attribute
+/// values are read with its meaning.
+pub const OWN_ABI_VERSION: i32 = 100200;
+
+pub struct Process {
+    pub config: Config,
+    /// `skinnylt_set_enabled`, initialised from `SKINNYLT_DISABLE`.
+    enabled: AtomicBool,
+    /// Decided on first need: finding the real library opens it.
+    mode: OnceLock<Mode>,
+    pub shadow: Shadow,
+    pub engines: Engines,
+    pub stats: Stats,
+}
+
+/// Whether calls go to a real hipBLASLt.
+pub enum Mode {
+    /// A real hipBLASLt was found: everything skinnylt does not run goes to it.
+    Interposed(Box<Real>),
+    /// No real library: skinnylt is the library, and refuses what it cannot run.
+    Standalone,
+}
+
+/// The real library and what was learned from it.
+pub struct Real {
+    pub lib: RealLib,
+    /// `hipblasLtGetVersion`, 0 until the first handle exists.
+    version: AtomicI32,
+}
+
+impl Real {
+    pub fn new(lib: RealLib) -> Real {
+        Real { lib, version: AtomicI32::new(0) }
+    }
+
+    /// The version, once a handle has been created.
+    pub fn version(&self) -> Option<i32> {
+        match self.version.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v),
+        }
+    }
+
+    /// Records the version (the first handle's `hipblasLtGetVersion`).
+    pub fn learn_version(&self, v: i32) {
+        if v > 0 && self.version.swap(v, Ordering::Relaxed) == 0 {
+            crate::log_info!("real hipBLASLt version {v}");
+        }
+    }
+}
+
+impl Mode {
+    pub fn real(&self) -> Option<&Real> {
+        match self {
+            Mode::Interposed(r) => Some(r),
+            Mode::Standalone => None,
+        }
+    }
+
+    /// The version by which version-dependent values are interpreted.
+    pub fn abi_version(&self) -> Option<i32> {
+        match self {
+            Mode::Interposed(r) => r.version(),
+            Mode::Standalone => Some(OWN_ABI_VERSION),
+        }
+    }
+}
+
+static PROCESS: OnceLock<Process> = OnceLock::new();
+
+/// The process state, made on first use.
+pub fn get() -> &'static Process {
+    PROCESS.get_or_init(Process::from_env)
+}
+
+thread_local! {
+    /// Set while this thread decides the mode (loading the real library), so a
+    /// call the library's initialisers make back into our exports is answered
+    /// instead of waiting for itself.
+    static DECIDING: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Process {
+    fn from_env() -> Process {
+        let config = Config::from_env();
+        crate::log::configure(&config);
+        Process {
+            enabled: AtomicBool::new(!config.disabled),
+            config,
+            mode: OnceLock::new(),
+            shadow: Shadow::new(),
+            engines: Engines::default(),
+            stats: Stats::new(),
+        }
+    }
+
+    /// The mode, decided on the first call that needs it. `None` only for a call
+    /// made from inside that decision (a real library's initialiser calling a
+    /// hipBLASLt function while it is being loaded), which cannot be served yet.
+    pub fn mode(&'static self) -> Option<&'static Mode> {
+        if let Some(m) = self.mode.get() {
+            return Some(m);
+        }
+        if DECIDING.with(Cell::get) {
+            return None;
+        }
+        Some(self.mode.get_or_init(|| {
+            DECIDING.with(|d| d.set(true));
+            let found = if self.config.standalone { None } else { crate::real::find(self.config.real_lib.as_deref()) };
+            DECIDING.with(|d| d.set(false));
+            found.map_or(Mode::Standalone, |lib| Mode::Interposed(Box::new(Real::new(lib))))
+        }))
+    }
+
+    /// The real library, when the mode is interposed.
+    pub fn real_lib(&'static self) -> Option<&'static RealLib> {
+        self.mode()?.real().map(|r| &r.lib)
+    }
+
+    /// Whether skinnylt may run GEMMs itself right now.
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// What routing may assume about the process, in `mode`.
+    pub fn policy(&self, mode: &Mode) -> Policy {
+        Policy { enabled: self.enabled(), max_m: self.config.max_m, version: mode.abi_version() }
+    }
+}
