@@ -543,157 +543,6 @@ mod tests {
     use crate::shadow::RawAttrs;
     use proptest::prelude::*;
 
-    /// The single-pass routing as it was before the template split, kept as the
-    /// reference the split must agree with.
-    fn reference_route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
-        if !policy.enabled {
-            return Err(Reason::Disabled);
-        }
-        let (Some(desc), Some(a), Some(b), Some(c), Some(d)) = (call.desc, call.a, call.b, call.c, call.d) else {
-            return Err(Reason::UnknownDescriptor);
-        };
-        let p = call.ptrs;
-        if p.c == 0 || p.d == 0 {
-            return Err(Reason::NullArgument);
-        }
-        // Types: A = B = C = D, bf16 or f16; fp32 compute and scale.
-        let dtype = dtype_from_hip(a.dtype).ok_or(Reason::DataType)?;
-        if b.dtype != a.dtype || c.dtype != a.dtype || d.dtype != a.dtype {
-            return Err(Reason::DataType);
-        }
-        if desc.compute_type != abi::COMPUTE_32F {
-            return Err(Reason::ComputeType);
-        }
-        if desc.scale_type != abi::R_32F {
-            return Err(Reason::ScaleType);
-        }
-        check_desc_attrs(desc, a.dtype, policy.version)?;
-        for l in [a, b, c, d] {
-            check_layout_attrs(l)?;
-            if !valid_ld(l) {
-                return Err(Reason::Dimensions);
-            }
-        }
-        if desc.pointer_mode() != abi::POINTER_MODE_HOST {
-            return Err(Reason::PointerMode);
-        }
-        let epilogue = desc.epilogue();
-        let bias = match epilogue {
-            abi::EPILOGUE_DEFAULT => 0,
-            abi::EPILOGUE_BIAS => {
-                let t = desc.bias_type();
-                if t != abi::DATATYPE_INVALID && t != d.dtype {
-                    return Err(Reason::BiasType);
-                }
-                if desc.bias_pointer() == 0 {
-                    return Err(Reason::NullArgument);
-                }
-                desc.bias_pointer()
-            }
-            _ => return Err(Reason::Epilogue),
-        };
-        let (Some(alpha), Some(beta)) = (call.alpha, call.beta) else {
-            return Err(Reason::NullArgument);
-        };
-        if beta != 0.0 {
-            return Err(Reason::Beta);
-        }
-        // C (unused with beta = 0) must still describe the same m×n matrix as D.
-        if c.rows != d.rows || c.cols != d.cols {
-            return Err(Reason::Dimensions);
-        }
-
-        let (ta, tb) = (desc.trans_a(), desc.trans_b());
-        let problem = if ta == abi::OP_T && tb == abi::OP_N {
-            // op(A) = Aᵀ with A stored k×m; B stored k×n; D is m×n.
-            let (k, m, n) = (a.rows, a.cols, b.cols);
-            if b.rows != k || d.rows != m || d.cols != n {
-                return Err(Reason::Dimensions);
-            }
-            Problem {
-                dtype,
-                form: Form::Linear,
-                m: n as u32,
-                n: m as u32,
-                k: k as u32,
-                w: p.a,
-                ldw: a.ld as u64,
-                x: p.b,
-                ldx: b.ld as u64,
-                y: p.d,
-                ldy: d.ld as u64,
-                bias,
-                alpha,
-            }
-            .reference_checked(m, n, k)?
-        } else if ta == abi::OP_N && tb == abi::OP_N && a.rows == 1 {
-            // The gemv form: x is A (1×k), the weight is B (k×n, K contiguous), y is D (1×n).
-            // hipBLASLt's bias has length rows(D) = 1 here (broadcast along n): not the
-            // per-output-feature bias the kernels add.
-            if bias != 0 {
-                return Err(Reason::Epilogue);
-            }
-            let (k, n) = (a.cols, b.cols);
-            if b.rows != k || d.rows != 1 || d.cols != n {
-                return Err(Reason::Dimensions);
-            }
-            // x and y must be contiguous vectors.
-            if a.ld != 1 || d.ld != 1 {
-                return Err(Reason::Alignment);
-            }
-            Problem {
-                dtype,
-                form: Form::Gemv,
-                m: 1,
-                n: n as u32,
-                k: k as u32,
-                w: p.b,
-                ldw: b.ld as u64,
-                x: p.a,
-                ldx: k,
-                y: p.d,
-                ldy: n,
-                bias,
-                alpha,
-            }
-            .reference_checked(1, n, k)?
-        } else {
-            return Err(Reason::Transpose);
-        };
-        if problem.m as u64 > policy.max_m {
-            return Err(Reason::TooManyTokens);
-        }
-        Ok(problem)
-    }
-
-    impl Problem {
-        /// Size and alignment rules of the kernels (16-byte loads along K).
-        fn reference_checked(self, blas_m: u64, blas_n: u64, k: u64) -> Result<Problem, Reason> {
-            if blas_m == 0 || blas_n == 0 || k == 0 {
-                return Err(Reason::EmptyProblem);
-            }
-            // The kernels index K blocks and split bounds in 32-bit arithmetic.
-            if blas_m > u32::MAX as u64 / 2 || blas_n > u32::MAX as u64 / 2 || k > MAX_K {
-                return Err(Reason::Dimensions);
-            }
-            if self.w == 0 || self.x == 0 {
-                return Err(Reason::NullArgument);
-            }
-            let aligned16 = |p: u64| p.is_multiple_of(16);
-            if !self.k.is_multiple_of(8)
-                || !aligned16(self.w)
-                || !aligned16(self.x)
-                || !self.ldw.is_multiple_of(8)
-                || (self.m > 1 && !self.ldx.is_multiple_of(8))
-                || !self.y.is_multiple_of(2)
-                || !self.bias.is_multiple_of(2)
-            {
-                return Err(Reason::Alignment);
-            }
-            Ok(self)
-        }
-    }
-
     const POLICY: Policy = Policy { enabled: true, max_m: 128, version: Some(100202) };
     const W: u64 = 0x7000_0000;
     const X: u64 = 0x7100_0000;
@@ -857,6 +706,67 @@ mod tests {
         assert_eq!(base().route_with(&small), Err(Reason::TooManyTokens));
     }
 
+    /// When a call fails several checks, the reason reported is the first in
+    /// routing's order: state that makes the call meaningless, then C/D, types and
+    /// descriptor attributes, then the scalars, then the shape, then the operand
+    /// pointers and alignment, and the token limit last. (The memo keeps this order
+    /// across its state and call halves: `Template`.)
+    #[test]
+    fn the_first_failing_check_names_the_reason() {
+        type Mutation = fn(&mut Linear);
+        let null_d: Mutation = |l| l.ptrs.d = 0;
+        let f32_a: Mutation = |l| l.a.dtype = abi::R_32F;
+        let beta_one: Mutation = |l| l.beta = Some(1.0);
+        let alpha_null: Mutation = |l| l.alpha = None;
+        let trans: Mutation = |l| {
+            l.desc.attrs.insert(desc_attr::TRANSA, abi::OP_N as u64);
+        };
+        let empty: Mutation = |l| {
+            l.b.cols = 0;
+            l.d.cols = 0;
+        };
+        let null_w: Mutation = |l| l.ptrs.a = 0;
+        let misaligned_w: Mutation = |l| l.ptrs.a = W + 8;
+        let misaligned_x: Mutation = |l| l.ptrs.b = X + 2;
+        let many_tokens: Mutation = |l| {
+            l.b.cols = 200;
+            l.d.cols = 200;
+        };
+        let pointer_mode: Mutation = |l| {
+            l.desc.attrs.insert(desc_attr::POINTER_MODE, 1);
+        };
+        let batch: Mutation = |l| {
+            l.b.attrs.insert(layout_attr::BATCH_COUNT, 2);
+        };
+        let cases: &[(&[Mutation], Reason)] = &[
+            (&[f32_a, null_d], Reason::NullArgument),
+            (&[f32_a, alpha_null, beta_one], Reason::DataType),
+            (&[batch, pointer_mode], Reason::Batch),
+            (&[pointer_mode, beta_one], Reason::PointerMode),
+            (&[alpha_null, beta_one, trans], Reason::NullArgument),
+            (&[beta_one, trans], Reason::Beta),
+            (&[trans, empty, null_w], Reason::Transpose),
+            (&[empty, null_w], Reason::EmptyProblem),
+            (&[null_w, misaligned_x, many_tokens], Reason::NullArgument),
+            (&[misaligned_w, many_tokens], Reason::Alignment),
+            (&[many_tokens], Reason::TooManyTokens),
+        ];
+        for (i, (mutations, want)) in cases.iter().enumerate() {
+            let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+            for m in mutations.iter() {
+                m(&mut l);
+            }
+            assert_eq!(l.route(), Err(*want), "case {i}");
+            // The memo's split: the state half, then the call half, agrees.
+            let t = prepare(Some(&l.desc), Some(&l.a), Some(&l.b), Some(&l.d), Some(&l.d), &POLICY);
+            assert_eq!(finish(&t, l.ptrs, l.alpha, l.beta), Err(*want), "case {i} (template)");
+        }
+        let off = Policy { enabled: false, ..POLICY };
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+        null_d(&mut l);
+        assert_eq!(l.route_with(&off), Err(Reason::Disabled));
+    }
+
     #[test]
     fn harmless_attributes_stay_ours() {
         let mut l = linear(8, 1024, 7168, abi::R_16BF, true);
@@ -919,23 +829,7 @@ mod tests {
         assert_eq!(route(&call, &POLICY), Err(Reason::UnknownDescriptor));
     }
 
-    /// Descriptor attributes routing reads by name, plus any other.
-    fn arb_desc_attr() -> impl Strategy<Value = i32> {
-        prop_oneof![
-            6 => prop_oneof![Just(desc_attr::TRANSA), Just(desc_attr::TRANSB), Just(desc_attr::EPILOGUE), Just(desc_attr::BIAS_POINTER), Just(desc_attr::BIAS_DATA_TYPE), Just(desc_attr::POINTER_MODE)],
-            1 => 0i32..110,
-        ]
-    }
 
-    /// Values that are meaningful to some attribute (ops, epilogues, types, sizes).
-    fn arb_value() -> impl Strategy<Value = u64> {
-        prop_oneof![
-            Just(0u64), Just(1), Just(2), Just(4), Just(14), Just(15),
-            Just(abi::OP_N as u64), Just(abi::OP_T as u64), Just(abi::OP_C as u64),
-            Just(BIAS), Just(BIAS + 1), Just(8), Just(3000), Just(1 << 33),
-            any::<u64>(),
-        ]
-    }
 
     fn arb_attrs() -> impl Strategy<Value = RawAttrs> {
         proptest::collection::vec((0i32..110, prop_oneof![Just(0u64), Just(1), Just(4), Just(14), any::<u64>()]), 0..6)
@@ -971,62 +865,6 @@ mod tests {
                 prop_assert!(e == abi::EPILOGUE_DEFAULT || e == abi::EPILOGUE_BIAS);
                 prop_assert_eq!(p.has_bias(), e == abi::EPILOGUE_BIAS);
             }
-        }
-
-        /// The split routing (template from state, then the call's values) decides
-        /// exactly as the single pass did, reason included, over calls that fail at
-        /// every step and in every combination.
-        #[test]
-        fn template_then_finish_equals_single_pass(
-            linear_form in any::<bool>(),
-            m in 0u64..160, n in 0u64..3000,
-            k in prop_oneof![3 => (0u64..375).prop_map(|k| k * 8), 1 => 0u64..3000],
-            bias in any::<bool>(),
-            desc_ops in proptest::collection::vec((arb_desc_attr(), arb_value()), 0..3),
-            layout_ops in proptest::collection::vec((0usize..4, 0i32..10, arb_value()), 0..2),
-            compute in prop_oneof![15 => Just(abi::COMPUTE_32F), 1 => Just(4)],
-            scale in prop_oneof![15 => Just(abi::R_32F), 1 => Just(abi::R_16F)],
-            ptrs in proptest::array::uniform4(prop_oneof![
-                40 => Just(0x7000_0000u64), 1 => Just(0), 1 => Just(0x7000_0002), 1 => Just(0x7000_0008), 1 => Just(0x7000_0001),
-            ]),
-            alpha in prop_oneof![1 => Just(None), 8 => Just(Some(1.0f32)), 2 => Just(Some(-3.5f32))],
-            beta in prop_oneof![1 => Just(None), 12 => Just(Some(0.0f32)), 1 => Just(Some(-0.0f32)), 1 => Just(Some(1.0f32)), 1 => Just(Some(f32::NAN))],
-            missing in proptest::option::weighted(0.05, 0usize..5),
-            enabled in prop_oneof![19 => Just(true), 1 => Just(false)],
-            max_m in prop_oneof![Just(1u64), Just(4), Just(128)],
-            version in prop_oneof![Just(None), Just(Some(800)), Just(Some(1000)), Just(Some(100202))],
-        ) {
-            let (mut desc, mut lays) = if linear_form {
-                let l = linear(m, n, k, abi::R_16BF, bias);
-                (l.desc, [l.a, l.b, l.d.clone(), l.d])
-            } else {
-                let mut desc = DescState::new(abi::COMPUTE_32F, abi::R_32F);
-                desc.attrs.insert(desc_attr::TRANSA, abi::OP_N as u64);
-                desc.attrs.insert(desc_attr::TRANSB, abi::OP_N as u64);
-                let d = LayoutState::new(abi::R_16F, 1, n, 1);
-                (desc, [LayoutState::new(abi::R_16F, 1, k, 1), LayoutState::new(abi::R_16F, k, n, k as i64), d.clone(), d])
-            };
-            desc.compute_type = compute;
-            desc.scale_type = scale;
-            for (attr, v) in desc_ops {
-                desc.attrs.insert(attr, v);
-            }
-            for (which, attr, v) in layout_ops {
-                lays[which].set(attr, v);
-            }
-            let pick = |i: usize| (missing != Some(i)).then_some(&lays[i.saturating_sub(1)]);
-            let call = Call {
-                desc: (missing != Some(0)).then_some(&desc),
-                a: pick(1),
-                b: pick(2),
-                c: pick(3),
-                d: pick(4),
-                ptrs: Pointers { a: ptrs[0], b: ptrs[1], c: ptrs[2], d: ptrs[3] },
-                alpha,
-                beta,
-            };
-            let policy = Policy { enabled, max_m, version };
-            prop_assert_eq!(route(&call, &policy), reference_route(&call, &policy));
         }
 
         /// Routing never looks at anything but its inputs: same call, same answer.

@@ -50,28 +50,59 @@ fn warm(k: memo::Key) {
     let _ = decide_checked(k, PTRS);
 }
 
+// The C API with this file's own arguments: every pointer passed is to a local
+// that lives through the call, and the descriptor handles are this process's own
+// (or stale ones, which the API must reject, never dereference).
+
+fn desc_set_raw(d: usize, attr: i32, v: u64) -> Status {
+    // SAFETY: `v` is 8 readable bytes for the call (see above).
+    unsafe { lt::hipblasLtMatmulDescSetAttribute(d as MatmulDesc, attr, (&v as *const u64).cast(), 8) }
+}
+
+fn layout_set_raw(l: usize, attr: i32, v: u64) -> Status {
+    // SAFETY: `v` is 8 readable bytes for the call (see above).
+    unsafe { lt::hipblasLtMatrixLayoutSetAttribute(l as MatrixLayout, attr, (&v as *const u64).cast(), 8) }
+}
+
+fn desc_destroy(d: usize) {
+    // SAFETY: only the handle, never dereferenced by the caller (see above).
+    unsafe { lt::hipblasLtMatmulDescDestroy(d as MatmulDesc) };
+}
+
+fn layout_destroy(l: usize) {
+    // SAFETY: only the handle, never dereferenced by the caller (see above).
+    unsafe { lt::hipblasLtMatrixLayoutDestroy(l as MatrixLayout) };
+}
+
 fn set_desc(d: usize, attr: i32, v: u64) {
-    let s = unsafe { lt::hipblasLtMatmulDescSetAttribute(d as MatmulDesc, attr, (&v as *const u64).cast(), 8) };
-    assert_eq!(s, STATUS_SUCCESS, "desc attr {attr}");
+    assert_eq!(desc_set_raw(d, attr, v), STATUS_SUCCESS, "desc attr {attr}");
 }
 
 fn set_layout(l: usize, attr: i32, v: u64) {
-    let s = unsafe { lt::hipblasLtMatrixLayoutSetAttribute(l as MatrixLayout, attr, (&v as *const u64).cast(), 8) };
-    assert_eq!(s, STATUS_SUCCESS, "layout attr {attr}");
+    assert_eq!(layout_set_raw(l, attr, v), STATUS_SUCCESS, "layout attr {attr}");
 }
 
 fn new_layout(dtype: i32, rows: u64, cols: u64, ld: i64) -> usize {
     let mut l: MatrixLayout = std::ptr::null_mut();
+    // SAFETY: `l` is a writable local (see above).
     assert_eq!(unsafe { lt::hipblasLtMatrixLayoutCreate(&mut l, dtype, rows, cols, ld) }, STATUS_SUCCESS);
     l as usize
 }
 
-fn new_desc() -> usize {
+/// A matmul descriptor with hipBLASLt's defaults (opA = N).
+fn plain_desc() -> usize {
     let mut d: MatmulDesc = std::ptr::null_mut();
+    // SAFETY: `d` is a writable local (see above).
     assert_eq!(unsafe { lt::hipblasLtMatmulDescCreate(&mut d, COMPUTE_32F, R_32F) }, STATUS_SUCCESS);
-    set_desc(d as usize, desc_attr::TRANSA, OP_T as u64);
-    set_desc(d as usize, desc_attr::TRANSB, OP_N as u64);
     d as usize
+}
+
+/// The `F.linear` descriptor: opA = T, opB = N.
+fn new_desc() -> usize {
+    let d = plain_desc();
+    set_desc(d, desc_attr::TRANSA, OP_T as u64);
+    set_desc(d, desc_attr::TRANSB, OP_N as u64);
+    d
 }
 
 /// PyTorch's `F.linear` descriptors through the C API: W[n,k], X[m,k], Y[m,n].
@@ -82,11 +113,9 @@ fn linear_set(m: u64, n: u64, k: u64, dtype: i32) -> memo::Key {
 }
 
 fn destroy_set(k: memo::Key) {
-    unsafe {
-        lt::hipblasLtMatmulDescDestroy(k.desc as MatmulDesc);
-        for l in [k.a, k.b, k.d] {
-            lt::hipblasLtMatrixLayoutDestroy(l as MatrixLayout);
-        }
+    desc_destroy(k.desc);
+    for l in [k.a, k.b, k.d] {
+        layout_destroy(l);
     }
 }
 
@@ -191,10 +220,8 @@ fn an_address_reused_after_destroy_starts_fresh() {
     // same address back (it usually does at once), then route the new one.
     let k = linear_set(4, 2048, 4096, R_16BF);
     assert!(decide_checked(k, PTRS).0.is_ok());
-    unsafe { lt::hipblasLtMatmulDescDestroy(k.desc as MatmulDesc) };
-    let mut d: MatmulDesc = std::ptr::null_mut();
-    assert_eq!(unsafe { lt::hipblasLtMatmulDescCreate(&mut d, COMPUTE_32F, R_32F) }, STATUS_SUCCESS);
-    let k2 = memo::Key { desc: d as usize, ..k };
+    desc_destroy(k.desc);
+    let k2 = memo::Key { desc: plain_desc(), ..k };
     assert_eq!(decide_checked(k2, PTRS).0, Err(Reason::Transpose));
     destroy_set(k2);
 }
@@ -289,14 +316,14 @@ proptest! {
         for op in ops {
             match op {
                 Op::Desc(a, v) => {
-                    let _ = unsafe { lt::hipblasLtMatmulDescSetAttribute(k.desc as MatmulDesc, a, (&v as *const u64).cast(), 8) };
+                    let _ = desc_set_raw(k.desc, a, v);
                 }
                 Op::Layout(l, a, v) => {
                     let l = [k.a, k.b, k.d][l];
-                    let _ = unsafe { lt::hipblasLtMatrixLayoutSetAttribute(l as MatrixLayout, a, (&v as *const u64).cast(), 8) };
+                    let _ = layout_set_raw(l, a, v);
                 }
                 Op::Recreate(0) => {
-                    unsafe { lt::hipblasLtMatmulDescDestroy(k.desc as MatmulDesc) };
+                    desc_destroy(k.desc);
                     k.desc = new_desc();
                 }
                 Op::Recreate(i) => {
@@ -305,7 +332,7 @@ proptest! {
                         2 => &mut k.b,
                         _ => &mut k.d,
                     };
-                    unsafe { lt::hipblasLtMatrixLayoutDestroy(*slot as MatrixLayout) };
+                    layout_destroy(*slot);
                     *slot = new_layout(R_16BF, 4096, 1024, 4096);
                     k.c = k.d;
                 }

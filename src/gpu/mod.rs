@@ -175,13 +175,23 @@ pub struct Tile2d {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Context(pub *mut c_void, pub i32);
 
-// SAFETY (the six impls): plain handles owned by the runtime, never dereferenced
-// on the host; the runtimes accept them from any thread.
+// SAFETY: a plain handle owned by the runtime, never dereferenced on the host;
+// the runtimes accept it from any thread.
 unsafe impl Send for Module {}
+// SAFETY: a plain handle owned by the runtime, never dereferenced on the host;
+// the runtimes accept it from any thread.
 unsafe impl Sync for Module {}
+// SAFETY: a plain handle owned by the runtime, never dereferenced on the host;
+// the runtimes accept it from any thread.
 unsafe impl Send for Function {}
+// SAFETY: a plain handle owned by the runtime, never dereferenced on the host;
+// the runtimes accept it from any thread.
 unsafe impl Sync for Function {}
+// SAFETY: a plain handle owned by the runtime, never dereferenced on the host;
+// the runtimes accept it from any thread.
 unsafe impl Send for Context {}
+// SAFETY: a plain handle owned by the runtime, never dereferenced on the host;
+// the runtimes accept it from any thread.
 unsafe impl Sync for Context {}
 
 pub type Result<T> = std::result::Result<T, String>;

@@ -24,6 +24,7 @@ pub struct Handle(pub abi::Handle);
 impl Handle {
     pub fn new() -> Result<Handle, String> {
         let mut h: abi::Handle = std::ptr::null_mut();
+        // SAFETY: `h` is a writable local.
         ok(unsafe { lt::hipblasLtCreate(&mut h) }, "hipblasLtCreate")?;
         Ok(Handle(h))
     }
@@ -31,11 +32,12 @@ impl Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
+        // SAFETY: the handle `new` created, destroyed once.
         unsafe { lt::hipblasLtDestroy(self.0) };
     }
 }
 
-/// The descriptors of PyTorch's `F.linear(x[M,K], W[N,K], b)` (hipblaslt_api.md §4.1):
+/// The descriptors of PyTorch's `F.linear(x[M,K], W[N,K], b)` :
 /// opA=T, opB=N, m=N, n=M, k=K, A = W (k×m, ld ≥ K), B = x (k×n), C = D = y (m×n).
 pub struct Linear {
     pub desc: MatmulDesc,
@@ -49,6 +51,8 @@ impl Linear {
     pub fn new(dtype: DType, m: u64, n: u64, k: u64, ldw: u64, ldx: u64, ldy: u64, bias: Option<u64>) -> Result<Linear, String> {
         let t = hip_type(dtype);
         let mut l = Linear { desc: std::ptr::null_mut(), a: std::ptr::null_mut(), b: std::ptr::null_mut(), d: std::ptr::null_mut() };
+        // SAFETY: out-parameters are fields of `l`, attribute values are locals that
+        // live through each call.
         unsafe {
             ok(lt::hipblasLtMatmulDescCreate(&mut l.desc, COMPUTE_32F, R_32F), "MatmulDescCreate")?;
             let set = |attr: i32, v: &[u8]| ok(lt::hipblasLtMatmulDescSetAttribute(l.desc, attr, v.as_ptr().cast(), v.len()), "DescSetAttribute");
@@ -71,6 +75,8 @@ impl Linear {
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn run(&self, h: &Handle, alpha: f32, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Status {
         let beta = 0f32;
+        // SAFETY: this set's descriptors, host scalars that live through the call,
+        // device pointers the caller allocated, and the caller's stream.
         unsafe {
             lt::hipblasLtMatmul(
                 h.0,
@@ -96,6 +102,7 @@ impl Linear {
 
 impl Drop for Linear {
     fn drop(&mut self) {
+        // SAFETY: the descriptors `new` created, destroyed once.
         unsafe {
             lt::hipblasLtMatrixLayoutDestroy(self.a);
             lt::hipblasLtMatrixLayoutDestroy(self.b);

@@ -43,6 +43,7 @@ fn main() {
     // A closed pipe (`skinnylt info | head -1`) ends the command quietly, as with
     // other Unix tools, instead of a panic from println!. The CLI only: the library
     // never touches a host application's signal dispositions.
+    // SAFETY: restores the default disposition before any thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let code = match cli.cmd {

@@ -47,6 +47,8 @@ struct Call {
 
 impl Stub {
     fn open(path: &str) -> Stub {
+        // SAFETY: the stub built by this test; each symbol has the stub.h signature
+        // declared in `Stub`, and the library stays open in `_lib`.
         unsafe {
             let lib = libloading::Library::new(path).expect("dlopen stub");
             let count = *lib.get(b"stub_call_count\0").unwrap();
@@ -59,7 +61,10 @@ impl Stub {
 
     /// Every call since the last reset, then a fresh log.
     fn take(&self) -> Vec<Call> {
+        // SAFETY: stub.h: the count of recorded calls, then each record (valid until
+        // the reset below), whose name is a NUL-terminated static string.
         let calls = (0..unsafe { (self.count)() })
+            // SAFETY: as above.
             .map(|i| unsafe {
                 let c = &*(self.at)(i);
                 Call {
@@ -70,11 +75,13 @@ impl Stub {
                 }
             })
             .collect();
+        // SAFETY: stub.h: takes no arguments.
         unsafe { (self.reset)() };
         calls
     }
 
     fn set_status(&self, name: &CStr, status: c_int) {
+        // SAFETY: a NUL-terminated name that lives through the call.
         assert_eq!(unsafe { (self.set_status)(name.as_ptr(), status) }, 0);
     }
 }
@@ -186,6 +193,8 @@ fn hipblaslt_vendor_calls_the_real_library() {
     assert_eq!([g[13], g[14], g[15]], [ws, ws_bytes, stream as u64]);
     assert!(g[2] != 0 && g[7] != 0, "alpha and beta are host pointers");
     // The algo is heuristic result 1 as the stub wrote it (stub.h: stub_heuristic).
+    // SAFETY: the algo pointer the vendor passed: an element of `p`'s algo list,
+    // alive until `lt.free(p)` below.
     let algo = unsafe { *(g[12] as *const MatmulAlgo) };
     assert_eq!(algo, MatmulAlgo { data: std::array::from_fn(|j| 0xB0 + j as u8), max_workspace_bytes: 0x200000 });
 
@@ -223,6 +232,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
 
     // Resolving by prefix (how the cuBLASLt side gets its table) finds the same
     // functions the discovery's table holds.
+    // SAFETY: the stub this test built; loading it runs no initialisers of note.
     let lib = unsafe { libloading::Library::new(&stub_path) }.unwrap();
     let by_name = LtFns::<abi::HeuristicResult>::resolve(&lib, "hipblasLt");
     let real = &skinnylt::process::get().real_lib().expect("real library").fns;

@@ -75,6 +75,7 @@ pub fn load() -> Result<HipblasLt, String> {
     let mut lt = Lt::open("hipBLASLt", "hipblasLt", VALUES, fns, lib.path.clone(), None)?;
     // MAJOR * 100000 + MINOR * 100 + PATCH; 0 when the call fails.
     let mut v = 0i32;
+    // SAFETY: the library's own handle and a writable local.
     let ok = r.hipblasLtGetVersion.is_some_and(|f| real::call(|| unsafe { f(lt.handle, &mut v) }) == abi::STATUS_SUCCESS);
     lt.version = if ok { v.max(0) as usize } else { 0 };
     Ok(lt)
@@ -89,6 +90,7 @@ mod tests {
         let a = MatmulAlgo { data: std::array::from_fn(|i| 0xA0 + i as u8), max_workspace_bytes: 0x1234_5678 };
         let w = widen(&a);
         // Read back through the pointer `Lt::matmul` hands to hipblasLtMatmul.
+        // SAFETY: 64 bytes, aligned to 8, hold a 24-byte MatmulAlgo (align 8).
         let back = unsafe { *(w.as_ptr() as *const MatmulAlgo) };
         assert_eq!(back, a);
         assert_eq!(&w[3..], &[0; 5]);

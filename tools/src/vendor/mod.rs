@@ -48,6 +48,9 @@ macro_rules! lt_calls {
             /// Resolves every call as `<prefix><name>` from `lib`.
             pub fn resolve(lib: &libloading::Library, prefix: &str) -> Self {
                 LtFns {
+                    // SAFETY: each symbol is declared with the C signature of the
+                    // library's header; `lib` stays open while the table lives
+                    // (`Lt` keeps it, or it is the real hipBLASLt, never closed).
                     $($name: unsafe {
                         lib.get::<unsafe extern "C" fn($($arg),*) -> Status>(format!("{prefix}{}\0", stringify!($name)).as_bytes()).ok().map(|s| *s)
                     },)*
@@ -183,6 +186,10 @@ macro_rules! lt {
     ($s:expr, $f:ident($($a:expr),*)) => {
         match $s.fns.$f {
             None => Err(format!("{}{} missing", $s.prefix, stringify!($f))),
+            // SAFETY: every use passes arguments of the C signature declared in
+            // `lt_calls!`: this library's own descriptors and handle, pointers to
+            // locals that outlive the call, device pointers it never dereferences
+            // on the host.
             Some(f) => match skinnylt::real::call(|| unsafe { f($($a),*) }) {
                 0 => Ok(()),
                 r => Err(format!("{}{} failed: status {r}", $s.prefix, stringify!($f))),
