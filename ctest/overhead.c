@@ -1,7 +1,7 @@
 /*
  * Host-overhead benchmark (CPU only; prints numbers, asserts nothing): the cost
  * skinnylt adds to a hipblasLtMatmul that it forwards, against calling the stub
- * "real hipBLASLt" directly. Target (shared/docs/targets.md): <= 100 ns extra.
+ * "real hipBLASLt" directly. Target: <= 100 ns extra (docs/performance.md).
  *   fp32 problem      -> routing rejects it on the data type (early exit);
  *   PyTorch-Linear bf16 -> routing accepts it, the engine finds no GPU here, then
  *                          forwards: the full decision path of an intercepted call.

@@ -125,7 +125,7 @@ static void test_pref(void) {
     CHECK_GET(hipblasLtMatmulPreferenceGetAttribute, p, HIPBLASLT_MATMUL_PREF_SEARCH_MODE, int32_t, 0, "pref SEARCH_MODE default");
     uint64_t v = 1;
     CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, NULL, 8), HIPBLAS_STATUS_INVALID_VALUE, "pref set NULL buf");
-    /* hipBLASLt 0.11 rejects only size 0 for preferences (research §2.9); a 4-byte
+    /* hipBLASLt 0.11 rejects only size 0 for preferences; a 4-byte
        payload is taken as the value it holds (PyTorch passes a size_t). */
     CHECK_EQ(hipblasLtMatmulPreferenceSetAttribute(p, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &v, 0), HIPBLAS_STATUS_INVALID_VALUE, "pref set size 0");
     uint32_t small = 4096;
