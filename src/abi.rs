@@ -1,5 +1,7 @@
 //! The hipBLASLt C ABI: types, sizes and enum values, exactly as `hipblaslt.h`
-//! defines them (facts and sources: `shared/research/hipblaslt_api.md` §1–§2).
+//! defines them (ROCm/rocm-libraries `projects/hipblaslt/library/include/hipblaslt/hipblaslt.h`
+//! for ROCm 6.0 through 7.2 and develop; statuses from ROCm/hipBLAS-common's
+//! `hipblas-common.h`; `hipDataType` from HIP's `library_types.h`).
 //!
 //! Everything here is plain data. Enums cross the ABI as C `int`, so they are kept
 //! as integer newtypes/constants: a caller may pass any value, and an unknown one
@@ -37,7 +39,8 @@ pub const R_16BF: i32 = 14;
 /// `HIPBLASLT_DATATYPE_INVALID`: the value BIAS_DATA_TYPE holds until set.
 pub const DATATYPE_INVALID: i32 = 255;
 
-/// `hipblasLtMatmulDescAttributes_t` (values per version in the research doc §2.5).
+/// `hipblasLtMatmulDescAttributes_t`: the values are stable across versions except
+/// 102 and 103, whose meaning changed (see `VERSIONED_102`).
 pub mod desc_attr {
     pub const TRANSA: i32 = 0;
     pub const TRANSB: i32 = 1;
@@ -167,15 +170,6 @@ const _: () = assert!(std::mem::offset_of!(HeuristicResult, waves_count) == 36);
 /// later `hipblasLtMatmul` can recognise them; bytes 0..4 stay an `int` solution
 /// index as clients expect (`getIndexFromAlgo` reads them), negative = not Tensile.
 pub const OWN_ALGO_MAGIC: [u8; 4] = *b"SKLT";
-
-/// `hipDataType` element size for the types we run, `None` for any other.
-pub fn element_bytes(dtype: i32) -> Option<usize> {
-    match dtype {
-        R_16F | R_16BF => Some(2),
-        R_32F => Some(4),
-        _ => None,
-    }
-}
 
 /// A readable name for a status (logs, CLI).
 pub fn status_name(s: Status) -> &'static str {

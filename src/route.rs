@@ -2,9 +2,9 @@
 //! "ours" or "forward" — a pure function of the shadowed descriptors, the pointer
 //! values and the policy. Every forward carries a reason, counted per process.
 //!
-//! skinnylt runs a call only when every attribute is understood and supported
-//! (checklist: hipblaslt_api.md §7.4); anything else goes to the real library
-//! untouched, so nothing a user did before stops working.
+//! skinnylt runs a call only when every attribute is understood and supported;
+//! anything else goes to the real library untouched, so nothing a user did before
+//! stops working.
 
 use crate::abi::{self, desc_attr, layout_attr};
 use crate::shadow::{DescState, LayoutState};

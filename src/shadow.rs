@@ -34,9 +34,6 @@ impl RawAttrs {
     pub fn iter(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
         self.0.iter().copied()
     }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 impl FromIterator<(i32, u64)> for RawAttrs {
@@ -99,9 +96,6 @@ impl LayoutState {
     pub fn new(dtype: i32, rows: u64, cols: u64, ld: i64) -> Self {
         LayoutState { dtype, rows, cols, ld, attrs: RawAttrs::default() }
     }
-    pub fn order(&self) -> i32 {
-        self.attrs.get(&layout_attr::ORDER).copied().unwrap_or(0) as i32
-    }
     pub fn batch_count(&self) -> i32 {
         self.attrs.get(&layout_attr::BATCH_COUNT).copied().unwrap_or(1) as i32
     }
@@ -138,12 +132,6 @@ impl LayoutState {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PrefState {
     pub attrs: RawAttrs,
-}
-
-impl PrefState {
-    pub fn max_workspace_bytes(&self) -> u64 {
-        self.attrs.get(&abi::pref_attr::MAX_WORKSPACE_BYTES).copied().unwrap_or(0)
-    }
 }
 
 /// Who allocated the object behind a pointer.

@@ -101,23 +101,6 @@ impl Arch {
         Arch::ALL.into_iter().find(|a| a.name() == s)
     }
 
-    /// Threads per wave / warp.
-    pub fn wave_size(self) -> u32 {
-        match self {
-            Arch::Gfx942 | Arch::Gfx950 => 64,
-            Arch::Sm90 => 32,
-        }
-    }
-
-    /// LDS / shared memory a workgroup may use, in bytes.
-    pub fn lds_bytes(self) -> u32 {
-        match self {
-            Arch::Gfx942 => 64 << 10,
-            Arch::Gfx950 => 160 << 10,
-            Arch::Sm90 => 227 << 10,
-        }
-    }
-
     /// Compute units / SMs of the common part (used when no device is present).
     pub fn default_units(self) -> u32 {
         match self {

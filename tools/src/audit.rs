@@ -135,7 +135,7 @@ fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
             *counts.entry(func.clone()).or_default() += 1;
         }
     }
-    let lds_limit = ak.arch.lds_bytes();
+    let lds_limit = skinnylt::tuning::schema::target(ak.arch.name()).expect("every arch has target facts").lds_limit;
     for m in &mut metas {
         m.matrix_ops = counts.get(&m.name).copied().unwrap_or(0);
         // Unified 512-entry register file per lane; allocation granule 8.

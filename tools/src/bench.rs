@@ -1,5 +1,5 @@
 //! `skinnylt bench`: skinnylt's kernels and the vendor library side by side, in the
-//! same run (method: shared/docs/targets.md).
+//! same run (method: docs/performance.md).
 //!
 //! * vendor = the fastest of the vendor library's top-8 heuristic algorithms for
 //!   the same problem (bf16/fp16, compute 32F, 32 MiB workspace), through its C

@@ -1,4 +1,4 @@
-//! The public decode shape grid (shared/docs/targets.md): 108 shapes in three groups.
+//! The public decode shape grid (docs/performance.md): 108 shapes in three groups.
 //! Notation: Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias), M = tokens.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

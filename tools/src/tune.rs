@@ -36,9 +36,10 @@ pub struct Args {
     pub mirror_dtype: bool,
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
-    /// Time budget per shape, seconds.
+    /// Seconds of search per shape (the candidates' timing; the float64 reference
+    /// of a large shape is not counted).
     #[arg(long, default_value_t = 20.0)]
-    pub budget: f64,
+    pub seconds_per_shape: f64,
     /// Print every candidate's time.
     #[arg(long)]
     pub verbose: bool,
@@ -164,7 +165,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         let p = OwnedProblem::new(&*lt, lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?);
         let time_vendor = || vendor_time(cu, s, a.reps.max(5), &*lt, &p, &cs, &ws, ws_bytes);
         let vendor_before = (rounds == 0).then(&time_vendor);
-        // The budget counts candidates only: on the largest shapes the host reference
+        // The time limit counts candidates only: on the largest shapes the host reference
         // alone takes seconds.
         let t0 = Instant::now();
         let mut best: Option<(f64, Choice)> = None;
@@ -232,11 +233,11 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         // Two rounds, so that the bounded time goes first where the winner is likely:
         // (1) every kernel once, at the first split that gives every SM a CTA, the
         // kernels that read W the fewest times (token tile covering M) first; (2) every
-        // split of each kernel, in the order of round 1's times, while the budget lasts.
+        // split of each kernel, in the order of round 1's times, while the time limit allows.
         kernels_splits.sort_by_key(|(ki, _)| sh.m.div_ceil(kernels::for_arch(arch).kernels[*ki].config.tile_m));
         let mut screened: Vec<(f64, usize, &Vec<u32>)> = Vec::new();
         for (ki, splits) in &kernels_splits {
-            if t0.elapsed().as_secs_f64() > a.budget {
+            if t0.elapsed().as_secs_f64() > a.seconds_per_shape {
                 break;
             }
             let c = kernels::for_arch(arch).kernels[*ki].config;
@@ -252,7 +253,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         screened.sort_by(|x, y| x.0.total_cmp(&y.0));
         'finals: for &(_, ki, splits) in &screened {
             for &split in splits {
-                if t0.elapsed().as_secs_f64() > a.budget {
+                if t0.elapsed().as_secs_f64() > a.seconds_per_shape {
                     break 'finals;
                 }
                 let choice = Choice::Run { kernel: ki, split_k: split };
@@ -267,7 +268,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         let Some((searched, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
         // The confirmation pass: the search's best is the minimum of many noisy
         // timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
-        // measured 0.89-0.98x in the bench (docs/notes, session 8). (The vendor's time
+        // measured 0.89-0.98x in the bench (docs/performance.md). (The vendor's time
         // stays the fastest of its top-8 each round: biased low, towards forwarding.)
         let (ours, vendor) = match vendor_before {
             Some(before) => (searched, before.min(time_vendor())),
@@ -345,8 +346,9 @@ fn other(d: DType) -> DType {
 }
 
 /// Peak HBM bandwidth (bytes/s) and the share of it decode GEMMs reach in practice
-/// (research/kernel_anchors.md §6.3: ~4.6 of 5.3 TB/s on MI300X, ~6.4 of 8 on MI355X;
-/// copy bandwidth on H100 ~3.0 TB/s), plus a fixed per-launch cost.
+/// (published best decode kernels: ~4.6 of 5.3 TB/s on MI300X, ~6.4 of 8 on MI355X,
+/// AMD's FlyDSL split-K results in ROCm/aiter; copy bandwidth measured on H100 ~3.0
+/// TB/s), plus a fixed per-launch cost.
 fn roofline(arch: gpu::Arch) -> (f64, f64, f64) {
     match arch {
         gpu::Arch::Gfx942 => (5.3e12, 0.85, 4.0),
@@ -357,8 +359,8 @@ fn roofline(arch: gpu::Arch) -> (f64, f64, f64) {
 
 /// `tune --model`: the fallback's hardware-aware choice (src/tuning/fallback.rs: tile_m
 /// covering M, grid of ~2 CTAs per CU/SM through split-K, >= 2 K blocks per split, over
-/// the configs of fallback.json, which follow AITER's published FlyDSL decode configs,
-/// kernel_anchors.md §1.5) for every selected shape, with a roofline latency prediction.
+/// the configs of fallback.json, which follow the decode configs AITER publishes for
+/// its FlyDSL split-K kernel) for every selected shape, with a roofline latency prediction.
 fn model(arch_name: &str, a: &Args) -> Result<(), String> {
     let arch = gpu::Arch::from_name(arch_name).ok_or_else(|| format!("unknown arch {arch_name}"))?;
     let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);

@@ -1,6 +1,6 @@
 //! cuBLASLt through its C API (loaded with dlopen): the vendor side of
 //! `skinnylt bench` / `tune` on NVIDIA.
-//! Enum values: cublasLt.h (research/hipblaslt_api.md §2, cuBLASLt columns).
+//! Enum values: cublasLt.h, cublas_api.h and library_types.h of CUDA 12/13.
 
 use std::ffi::c_int;
 

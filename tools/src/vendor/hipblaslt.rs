@@ -3,7 +3,7 @@
 //! already-loaded copy, `$SKINNYLT_REAL_LIB`, then libhipblaslt.so.1/.0), checked
 //! there never to be skinnylt, and its functions come from that table, so the
 //! baseline never runs through skinnylt's own exports.
-//! Enum values: `crate::abi` (research/hipblaslt_api.md §2).
+//! Enum values: `skinnylt::abi` (hipblaslt.h).
 
 use skinnylt::abi::{self, HeuristicResult, MatmulAlgo};
 use skinnylt::real;
