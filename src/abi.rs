@@ -39,55 +39,58 @@ pub const R_16BF: i32 = 14;
 /// `HIPBLASLT_DATATYPE_INVALID`: the value BIAS_DATA_TYPE holds until set.
 pub const DATATYPE_INVALID: i32 = 255;
 
+/// Declares an attribute enum's values with the payload size hipBLASLt copies for
+/// each (`sizeof(field)`), so value and size are written once: `payload_size` is
+/// `None` for an attribute we do not know, and for one whose size depends on the
+/// library version (`?`).
+macro_rules! attributes {
+    ($($(#[$doc:meta])* $name:ident = $value:literal, $size:tt;)*) => {
+        $($(#[$doc])* pub const $name: i32 = $value;)*
+
+        pub fn payload_size(attr: i32) -> Option<usize> {
+            match attr {
+                $($name => attributes!(@size $size),)*
+                _ => None,
+            }
+        }
+    };
+    (@size ?) => { None };
+    (@size $n:literal) => { Some($n) };
+}
+
 /// `hipblasLtMatmulDescAttributes_t`: the values are stable across versions except
 /// 102 and 103, whose meaning changed (see `VERSIONED_102`).
 pub mod desc_attr {
-    pub const TRANSA: i32 = 0;
-    pub const TRANSB: i32 = 1;
-    pub const EPILOGUE: i32 = 2;
-    pub const BIAS_POINTER: i32 = 3;
-    pub const BIAS_DATA_TYPE: i32 = 4;
-    pub const A_SCALE_POINTER: i32 = 5;
-    pub const B_SCALE_POINTER: i32 = 6;
-    pub const C_SCALE_POINTER: i32 = 7;
-    pub const D_SCALE_POINTER: i32 = 8;
-    pub const EPILOGUE_AUX_SCALE_POINTER: i32 = 9;
-    pub const EPILOGUE_AUX_POINTER: i32 = 10;
-    pub const EPILOGUE_AUX_LD: i32 = 11;
-    pub const EPILOGUE_AUX_BATCH_STRIDE: i32 = 12;
-    pub const POINTER_MODE: i32 = 13;
-    pub const AMAX_D_POINTER: i32 = 14;
-    pub const EPILOGUE_AUX_DATA_TYPE: i32 = 22;
-    pub const BIAS_BATCH_STRIDE: i32 = 23;
-    pub const A_SCALE_MODE: i32 = 31;
-    pub const B_SCALE_MODE: i32 = 32;
-    pub const SM_COUNT_TARGET: i32 = 33;
-    pub const COMPUTE_INPUT_TYPE_A_EXT: i32 = 100;
-    pub const COMPUTE_INPUT_TYPE_B_EXT: i32 = 101;
-    /// 6.3/6.4: A_SCALE_POINTER_VEC_EXT; >= 7.1: EPILOGUE_ACT_ARG0_EXT.
-    pub const VERSIONED_102: i32 = 102;
-    /// 6.3/6.4: B_SCALE_POINTER_VEC_EXT; >= 7.1: EPILOGUE_ACT_ARG1_EXT.
-    pub const VERSIONED_103: i32 = 103;
-    pub const STREAMK_TILE_SCHEDULING_EXT: i32 = 104;
-    pub const UNIFORM_SUMMATION_ORDER_EXT: i32 = 105;
-    pub const FUSED_EPILOGUE: i32 = 106;
-
-    /// Payload size hipBLASLt copies for each attribute it knows (any version).
-    /// `None`: not an attribute of any hipBLASLt version we know of.
-    pub fn payload_size(attr: i32) -> Option<usize> {
-        Some(match attr {
-            TRANSA | TRANSB | EPILOGUE | BIAS_DATA_TYPE | POINTER_MODE => 4,
-            EPILOGUE_AUX_DATA_TYPE | BIAS_BATCH_STRIDE | A_SCALE_MODE | B_SCALE_MODE => 4,
-            SM_COUNT_TARGET | COMPUTE_INPUT_TYPE_A_EXT | COMPUTE_INPUT_TYPE_B_EXT => 4,
-            STREAMK_TILE_SCHEDULING_EXT | UNIFORM_SUMMATION_ORDER_EXT => 4,
-            EPILOGUE_AUX_LD | EPILOGUE_AUX_BATCH_STRIDE => 8,
-            BIAS_POINTER | A_SCALE_POINTER | B_SCALE_POINTER | C_SCALE_POINTER
-            | D_SCALE_POINTER | EPILOGUE_AUX_SCALE_POINTER | EPILOGUE_AUX_POINTER
-            | AMAX_D_POINTER | FUSED_EPILOGUE => 8,
-            // A pointer (6.3/6.4) or a float (>= 7.1): hipBLASLt copies sizeof(field).
-            VERSIONED_102 | VERSIONED_103 => return None,
-            _ => return None,
-        })
+    attributes! {
+        TRANSA = 0, 4;
+        TRANSB = 1, 4;
+        EPILOGUE = 2, 4;
+        BIAS_POINTER = 3, 8;
+        BIAS_DATA_TYPE = 4, 4;
+        A_SCALE_POINTER = 5, 8;
+        B_SCALE_POINTER = 6, 8;
+        C_SCALE_POINTER = 7, 8;
+        D_SCALE_POINTER = 8, 8;
+        EPILOGUE_AUX_SCALE_POINTER = 9, 8;
+        EPILOGUE_AUX_POINTER = 10, 8;
+        EPILOGUE_AUX_LD = 11, 8;
+        EPILOGUE_AUX_BATCH_STRIDE = 12, 8;
+        POINTER_MODE = 13, 4;
+        AMAX_D_POINTER = 14, 8;
+        EPILOGUE_AUX_DATA_TYPE = 22, 4;
+        BIAS_BATCH_STRIDE = 23, 4;
+        A_SCALE_MODE = 31, 4;
+        B_SCALE_MODE = 32, 4;
+        SM_COUNT_TARGET = 33, 4;
+        COMPUTE_INPUT_TYPE_A_EXT = 100, 4;
+        COMPUTE_INPUT_TYPE_B_EXT = 101, 4;
+        /// 6.3/6.4: A_SCALE_POINTER_VEC_EXT (a pointer); >= 7.1: EPILOGUE_ACT_ARG0_EXT (a float).
+        VERSIONED_102 = 102, ?;
+        /// 6.3/6.4: B_SCALE_POINTER_VEC_EXT (a pointer); >= 7.1: EPILOGUE_ACT_ARG1_EXT (a float).
+        VERSIONED_103 = 103, ?;
+        STREAMK_TILE_SCHEDULING_EXT = 104, 4;
+        UNIFORM_SUMMATION_ORDER_EXT = 105, 4;
+        FUSED_EPILOGUE = 106, 8;
     }
 }
 
@@ -100,22 +103,16 @@ pub const POINTER_MODE_HOST: i32 = 0;
 
 /// `hipblasLtMatrixLayoutAttribute_t`.
 pub mod layout_attr {
-    pub const BATCH_COUNT: i32 = 0;
-    pub const STRIDED_BATCH_OFFSET: i32 = 1;
-    pub const TYPE: i32 = 2;
-    pub const ORDER: i32 = 3;
-    pub const ROWS: i32 = 4;
-    pub const COLS: i32 = 5;
-    pub const LD: i32 = 6;
-    pub const BATCH_MODE: i32 = 7;
-    pub const OFFSET: i32 = 8;
-
-    pub fn payload_size(attr: i32) -> Option<usize> {
-        Some(match attr {
-            BATCH_COUNT | TYPE | ORDER | BATCH_MODE => 4,
-            STRIDED_BATCH_OFFSET | ROWS | COLS | LD | OFFSET => 8,
-            _ => return None,
-        })
+    attributes! {
+        BATCH_COUNT = 0, 4;
+        STRIDED_BATCH_OFFSET = 1, 8;
+        TYPE = 2, 4;
+        ORDER = 3, 4;
+        ROWS = 4, 8;
+        COLS = 5, 8;
+        LD = 6, 8;
+        BATCH_MODE = 7, 4;
+        OFFSET = 8, 8;
     }
 }
 

@@ -8,15 +8,17 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::config::Config;
 
+/// Levels in increasing verbosity; the discriminants (0 = off .. 5 = trace) are
+/// also the numeric spellings `SKINNYLT_LOG` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Level {
-    Off = 0,
-    Error = 1,
-    Warn = 2,
-    Info = 3,
-    Debug = 4,
-    Trace = 5,
+    Off,
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
 }
 
 impl Level {

@@ -144,15 +144,15 @@ pub struct Problem {
     pub alpha: f32,
 }
 
-/// A packed `F.linear` problem without buffers, for planning and routing tests.
-#[cfg(test)]
 impl Problem {
-    pub(crate) fn packed(dtype: DType, m: u32, n: u32, k: u32) -> Problem {
-        Problem { dtype, form: Form::Linear, m, n, k, w: 0, ldw: k as u64, x: 0, ldx: k as u64, y: 0, ldy: n as u64, bias: 0, alpha: 1.0 }
+    /// A packed `F.linear` problem whose pointers are placeholders (0, or a
+    /// non-zero bias when `bias`): for questions about routing and planning, never
+    /// for a launch.
+    pub fn packed(dtype: DType, m: u32, n: u32, k: u32, bias: bool) -> Problem {
+        let bias = if bias { 0x100 } else { 0 };
+        Problem { dtype, form: Form::Linear, m, n, k, w: 0, ldw: k as u64, x: 0, ldx: k as u64, y: 0, ldy: n as u64, bias, alpha: 1.0 }
     }
-}
 
-impl Problem {
     pub fn has_bias(&self) -> bool {
         self.bias != 0
     }

@@ -60,18 +60,34 @@ pub trait Kind {
     fn real_get(f: &RealFns) -> Option<GetFn>;
 }
 
-pub enum Layout {}
-pub enum Desc {}
-pub enum Pref {}
+/// Declares a kind: its marker type, where its state lives in the side table, its
+/// three real-library functions, and the attribute rules written out per kind.
+macro_rules! kind {
+    ($kind:ident: $state:ty, $table:ident, $destroy:ident, $set:ident, $get:ident; $($rules:tt)*) => {
+        pub enum $kind {}
+        impl Kind for $kind {
+            type State = $state;
+            fn table(t: &Tables) -> &FxHashMap<usize, (Owner, $state)> {
+                &t.$table
+            }
+            fn table_mut(t: &mut Tables) -> &mut FxHashMap<usize, (Owner, $state)> {
+                &mut t.$table
+            }
+            fn real_destroy(f: &RealFns) -> Option<DestroyFn> {
+                f.$destroy
+            }
+            fn real_set(f: &RealFns) -> Option<SetFn> {
+                f.$set
+            }
+            fn real_get(f: &RealFns) -> Option<GetFn> {
+                f.$get
+            }
+            $($rules)*
+        }
+    };
+}
 
-impl Kind for Layout {
-    type State = LayoutState;
-    fn table(t: &Tables) -> &FxHashMap<usize, (Owner, LayoutState)> {
-        &t.layouts
-    }
-    fn table_mut(t: &mut Tables) -> &mut FxHashMap<usize, (Owner, LayoutState)> {
-        &mut t.layouts
-    }
+kind! { Layout: LayoutState, layouts, hipblasLtMatrixLayoutDestroy, hipblasLtMatrixLayoutSetAttribute, hipblasLtMatrixLayoutGetAttribute;
     fn real_payload_size(attr: i32) -> Option<usize> {
         layout_attr::payload_size(attr)
     }
@@ -84,25 +100,9 @@ impl Kind for Layout {
     fn read(s: &LayoutState, attr: i32) -> Option<u64> {
         s.get(attr)
     }
-    fn real_destroy(f: &RealFns) -> Option<DestroyFn> {
-        f.hipblasLtMatrixLayoutDestroy
-    }
-    fn real_set(f: &RealFns) -> Option<SetFn> {
-        f.hipblasLtMatrixLayoutSetAttribute
-    }
-    fn real_get(f: &RealFns) -> Option<GetFn> {
-        f.hipblasLtMatrixLayoutGetAttribute
-    }
 }
 
-impl Kind for Desc {
-    type State = DescState;
-    fn table(t: &Tables) -> &FxHashMap<usize, (Owner, DescState)> {
-        &t.descs
-    }
-    fn table_mut(t: &mut Tables) -> &mut FxHashMap<usize, (Owner, DescState)> {
-        &mut t.descs
-    }
+kind! { Desc: DescState, descs, hipblasLtMatmulDescDestroy, hipblasLtMatmulDescSetAttribute, hipblasLtMatmulDescGetAttribute;
     fn real_payload_size(attr: i32) -> Option<usize> {
         desc_attr::payload_size(attr)
     }
@@ -131,26 +131,10 @@ impl Kind for Desc {
             a => s.attrs.get(&a).copied().unwrap_or(0),
         })
     }
-    fn real_destroy(f: &RealFns) -> Option<DestroyFn> {
-        f.hipblasLtMatmulDescDestroy
-    }
-    fn real_set(f: &RealFns) -> Option<SetFn> {
-        f.hipblasLtMatmulDescSetAttribute
-    }
-    fn real_get(f: &RealFns) -> Option<GetFn> {
-        f.hipblasLtMatmulDescGetAttribute
-    }
 }
 
-impl Kind for Pref {
-    type State = PrefState;
+kind! { Pref: PrefState, prefs, hipblasLtMatmulPreferenceDestroy, hipblasLtMatmulPreferenceSetAttribute, hipblasLtMatmulPreferenceGetAttribute;
     const ANY_NONZERO_SIZE: bool = true;
-    fn table(t: &Tables) -> &FxHashMap<usize, (Owner, PrefState)> {
-        &t.prefs
-    }
-    fn table_mut(t: &mut Tables) -> &mut FxHashMap<usize, (Owner, PrefState)> {
-        &mut t.prefs
-    }
     fn real_payload_size(attr: i32) -> Option<usize> {
         Pref::own_payload_size(attr)
     }
@@ -166,15 +150,6 @@ impl Kind for Pref {
     }
     fn read(s: &PrefState, attr: i32) -> Option<u64> {
         Some(s.attrs.get(&attr).copied().unwrap_or(0))
-    }
-    fn real_destroy(f: &RealFns) -> Option<DestroyFn> {
-        f.hipblasLtMatmulPreferenceDestroy
-    }
-    fn real_set(f: &RealFns) -> Option<SetFn> {
-        f.hipblasLtMatmulPreferenceSetAttribute
-    }
-    fn real_get(f: &RealFns) -> Option<GetFn> {
-        f.hipblasLtMatmulPreferenceGetAttribute
     }
 }
 

@@ -173,7 +173,7 @@ mod tests {
     fn tma_tiles_describe_both_operands() {
         use crate::tuning::schema::Family;
         let c = KernelConfig { family: Family::Wgmma, tile_m: 32, tile_n: 64, tile_k: 128, stages: 6, warps: [1, 4, 1], b_to_lds: true, cluster: true, tma: true };
-        let mut p = Problem::packed(crate::route::DType::Bf16, 48, 2880, 4096);
+        let mut p = Problem::packed(crate::route::DType::Bf16, 48, 2880, 4096, false);
         p.ldw = 4104;
         p.ldx = 4112;
         let [w, x] = tma_tiles(&c, &p);

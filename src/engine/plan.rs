@@ -101,7 +101,7 @@ mod tests {
     /// A tuned "forward" with no real hipBLASLt to forward to runs the fallback.
     #[test]
     fn a_forward_without_a_library_to_forward_to_runs_the_fallback() {
-        let p = Problem::packed(DType::Bf16, 4, 2880, 4096);
+        let p = Problem::packed(DType::Bf16, 4, 2880, 4096, false);
         let t = Tuning::single(&p, Choice::Forward);
         let fb = Fallback::for_arch(Arch::Sm90);
         assert_eq!(choose(&t, &fb, 132, &p, true), Err(Error::TunedForward));
@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn the_split_respects_every_cap() {
         let cat = kernels::for_arch(Arch::Sm90).kernels;
-        let p = Problem::packed(DType::Bf16, 8, 7168, 8192);
+        let p = Problem::packed(DType::Bf16, 8, 7168, 8192, false);
         for (i, k) in cat.iter().enumerate().filter(|(_, k)| k.dtype == DType::Bf16) {
             for asked in [1, 2, 7, 16, 64, 1000] {
                 for capacity in [0usize, 1 << 16, 4 << 20] {

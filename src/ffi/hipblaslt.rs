@@ -74,43 +74,9 @@ pub unsafe extern "C" fn hipblasLtMatrixLayoutCreate(layout: *mut MatrixLayout, 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatrixLayoutDestroy(layout: MatrixLayout) -> Status {
-    with_cx(|cx| api::destroy_object::<Layout>(cx, layout))
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatrixLayoutSetAttribute(layout: MatrixLayout, attr: i32, buf: *const c_void, size: usize) -> Status {
-    // SAFETY: the export's contract (module doc).
-    with_cx(|cx| api::set_attribute::<Layout>(cx, layout, attr, unsafe { bytes(buf, size) }))
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatrixLayoutGetAttribute(layout: MatrixLayout, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
-    // SAFETY: the export's contract (module doc).
-    with_cx(|cx| api::get_attribute::<Layout>(cx, layout, attr, unsafe { bytes_mut(buf, size) }, unsafe { out(written) }))
-}
-
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipblasLtMatmulDescCreate(desc: *mut MatmulDesc, compute_type: i32, scale_type: i32) -> Status {
     // SAFETY: the export's contract (module doc).
     with_cx(|cx| api::create_desc(cx, unsafe { out(desc) }, compute_type, scale_type))
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatmulDescDestroy(desc: MatmulDesc) -> Status {
-    with_cx(|cx| api::destroy_object::<Desc>(cx, desc))
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatmulDescSetAttribute(desc: MatmulDesc, attr: i32, buf: *const c_void, size: usize) -> Status {
-    // SAFETY: the export's contract (module doc).
-    with_cx(|cx| api::set_attribute::<Desc>(cx, desc, attr, unsafe { bytes(buf, size) }))
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatmulDescGetAttribute(desc: MatmulDesc, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
-    // SAFETY: the export's contract (module doc).
-    with_cx(|cx| api::get_attribute::<Desc>(cx, desc, attr, unsafe { bytes_mut(buf, size) }, unsafe { out(written) }))
 }
 
 #[unsafe(no_mangle)]
@@ -119,22 +85,30 @@ pub unsafe extern "C" fn hipblasLtMatmulPreferenceCreate(pref: *mut MatmulPrefer
     with_cx(|cx| api::create_pref(cx, unsafe { out(pref) }))
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatmulPreferenceDestroy(pref: MatmulPreference) -> Status {
-    with_cx(|cx| api::destroy_object::<Pref>(cx, pref))
-}
+/// Destroy, SetAttribute and GetAttribute of one descriptor kind.
+macro_rules! object_exports {
+    ($kind:ty: $object:ty, $destroy:ident, $set:ident, $get:ident) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $destroy(object: $object) -> Status {
+            with_cx(|cx| api::destroy_object::<$kind>(cx, object))
+        }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatmulPreferenceSetAttribute(pref: MatmulPreference, attr: i32, buf: *const c_void, size: usize) -> Status {
-    // SAFETY: the export's contract (module doc).
-    with_cx(|cx| api::set_attribute::<Pref>(cx, pref, attr, unsafe { bytes(buf, size) }))
-}
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $set(object: $object, attr: i32, buf: *const c_void, size: usize) -> Status {
+            // SAFETY: the export's contract (module doc).
+            with_cx(|cx| api::set_attribute::<$kind>(cx, object, attr, unsafe { bytes(buf, size) }))
+        }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipblasLtMatmulPreferenceGetAttribute(pref: MatmulPreference, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
-    // SAFETY: the export's contract (module doc).
-    with_cx(|cx| api::get_attribute::<Pref>(cx, pref, attr, unsafe { bytes_mut(buf, size) }, unsafe { out(written) }))
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $get(object: $object, attr: i32, buf: *mut c_void, size: usize, written: *mut usize) -> Status {
+            // SAFETY: the export's contract (module doc).
+            with_cx(|cx| api::get_attribute::<$kind>(cx, object, attr, unsafe { bytes_mut(buf, size) }, unsafe { out(written) }))
+        }
+    };
 }
+object_exports!(Layout: MatrixLayout, hipblasLtMatrixLayoutDestroy, hipblasLtMatrixLayoutSetAttribute, hipblasLtMatrixLayoutGetAttribute);
+object_exports!(Desc: MatmulDesc, hipblasLtMatmulDescDestroy, hipblasLtMatmulDescSetAttribute, hipblasLtMatmulDescGetAttribute);
+object_exports!(Pref: MatmulPreference, hipblasLtMatmulPreferenceDestroy, hipblasLtMatmulPreferenceSetAttribute, hipblasLtMatmulPreferenceGetAttribute);
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipblasLtMatmulAlgoGetHeuristic(

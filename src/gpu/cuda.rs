@@ -6,7 +6,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime, TensorMap, Tile2d};
+use super::{rt_call, Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime, TensorMap, Tile2d};
 
 pub type CuResult = c_int;
 pub type CuDevice = c_int;
@@ -82,34 +82,47 @@ const LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: c_uint = 6;
 
 pub struct Cuda {
     fns: CudaFns,
+    lib: &'static str,
     path: String,
     version: i32,
-}
-
-/// Calls a driver function, turning a missing symbol or a non-zero result into an error.
-macro_rules! cu {
-    ($self:expr, $f:ident($($a:expr),*)) => {
-        match $self.fns.$f {
-            None => Err(format!("{} missing from libcuda", stringify!($f))),
-            Some(f) => {
-                // SAFETY: the arguments follow the driver function's C signature
-                // (declared in the table above) at every use of this macro.
-                let r = unsafe { f($($a),*) };
-                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
-            }
-        }
-    };
 }
 
 impl Cuda {
     /// Loads `libcuda.so.1` and initialises the driver; `None` without a usable GPU.
     pub fn load() -> Option<Cuda> {
         let (lib, path) = super::open_first(&["libcuda.so.1", "libcuda.so"])?;
-        let c = Cuda { fns: CudaFns::resolve(lib), path, version: 0 };
-        cu!(c, cuInit(0)).ok()?;
+        let c = Cuda { fns: CudaFns::resolve(lib), lib: "libcuda", path, version: 0 };
+        rt_call!(&c, cuInit(0)).ok()?;
         let mut v = 0;
-        cu!(c, cuDriverGetVersion(&mut v)).ok()?;
+        rt_call!(&c, cuDriverGetVersion(&mut v)).ok()?;
         (c.device_count() > 0).then_some(Cuda { version: v, ..c })
+    }
+
+    fn attr(&self, a: c_int, dev: CuDevice) -> Result<i32> {
+        let mut v = 0;
+        rt_call!(self, cuDeviceGetAttribute(&mut v, a, dev))?;
+        Ok(v)
+    }
+
+    /// Runs `f` with `ctx` current, restoring the caller's context after (cheap
+    /// when it is already current, which is the usual case).
+    fn with_ctx<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let mut cur: CuContext = std::ptr::null_mut();
+        rt_call!(self, cuCtxGetCurrent(&mut cur))?;
+        if cur == ctx.0 {
+            return f();
+        }
+        rt_call!(self, cuCtxPushCurrent_v2(ctx.0))?;
+        let r = f();
+        let mut popped: CuContext = std::ptr::null_mut();
+        let _ = rt_call!(self, cuCtxPopCurrent_v2(&mut popped));
+        r
+    }
+}
+
+impl Runtime for Cuda {
+    fn backend(&self) -> Backend {
+        Backend::Cuda
     }
 
     fn error_string(&self, r: CuResult) -> String {
@@ -124,58 +137,31 @@ impl Cuda {
         }
     }
 
-    fn attr(&self, a: c_int, dev: CuDevice) -> Result<i32> {
-        let mut v = 0;
-        cu!(self, cuDeviceGetAttribute(&mut v, a, dev))?;
-        Ok(v)
-    }
-
-    /// Runs `f` with `ctx` current, restoring the caller's context after (cheap
-    /// when it is already current, which is the usual case).
-    fn with_ctx<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
-        let mut cur: CuContext = std::ptr::null_mut();
-        cu!(self, cuCtxGetCurrent(&mut cur))?;
-        if cur == ctx.0 {
-            return f();
-        }
-        cu!(self, cuCtxPushCurrent_v2(ctx.0))?;
-        let r = f();
-        let mut popped: CuContext = std::ptr::null_mut();
-        let _ = cu!(self, cuCtxPopCurrent_v2(&mut popped));
-        r
-    }
-}
-
-impl Runtime for Cuda {
-    fn backend(&self) -> Backend {
-        Backend::Cuda
-    }
-
     fn describe(&self) -> String {
         format!("CUDA driver {}.{} ({})", self.version / 1000, (self.version % 1000) / 10, self.path)
     }
 
     fn device_count(&self) -> i32 {
         let mut n = 0;
-        cu!(self, cuDeviceGetCount(&mut n)).map(|_| n).unwrap_or(0)
+        rt_call!(self, cuDeviceGetCount(&mut n)).map(|_| n).unwrap_or(0)
     }
 
     fn current_device(&self) -> Result<i32> {
         let mut ctx: CuContext = std::ptr::null_mut();
-        cu!(self, cuCtxGetCurrent(&mut ctx))?;
+        rt_call!(self, cuCtxGetCurrent(&mut ctx))?;
         if ctx.is_null() {
             return Ok(0);
         }
         let mut d = 0;
-        cu!(self, cuCtxGetDevice(&mut d))?;
+        rt_call!(self, cuCtxGetDevice(&mut d))?;
         Ok(d)
     }
 
     fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
         let mut dev = 0;
-        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
+        rt_call!(self, cuDeviceGet(&mut dev, ordinal))?;
         let mut name = [0 as c_char; 256];
-        cu!(self, cuDeviceGetName(name.as_mut_ptr(), 256, dev))?;
+        rt_call!(self, cuDeviceGetName(name.as_mut_ptr(), 256, dev))?;
         let (major, minor) = (self.attr(ATTR_CC_MAJOR, dev)?, self.attr(ATTR_CC_MINOR, dev)?);
         Ok(DeviceInfo {
             backend: Backend::Cuda,
@@ -193,9 +179,9 @@ impl Runtime for Cuda {
     /// The device's primary context (retained for the life of the process).
     fn context(&self, ordinal: i32) -> Result<Context> {
         let mut dev = 0;
-        cu!(self, cuDeviceGet(&mut dev, ordinal))?;
+        rt_call!(self, cuDeviceGet(&mut dev, ordinal))?;
         let mut ctx: CuContext = std::ptr::null_mut();
-        cu!(self, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        rt_call!(self, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
         Ok(Context(ctx, ordinal))
     }
 
@@ -208,7 +194,7 @@ impl Runtime for Cuda {
             let mut opts = [JIT_ERROR_LOG_BUFFER, JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
             let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
             let mut m: *mut c_void = std::ptr::null_mut();
-            cu!(self, cuModuleLoadDataEx(&mut m, image.as_ptr().cast(), 2, opts.as_mut_ptr(), vals.as_mut_ptr()))
+            rt_call!(self, cuModuleLoadDataEx(&mut m, image.as_ptr().cast(), 2, opts.as_mut_ptr(), vals.as_mut_ptr()))
                 .map(|_| Module(m))
                 .map_err(|e| {
                     let text = String::from_utf8_lossy(&log);
@@ -221,30 +207,30 @@ impl Runtime for Cuda {
         let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
         self.with_ctx(ctx, || {
             let mut f: *mut c_void = std::ptr::null_mut();
-            cu!(self, cuModuleGetFunction(&mut f, m.0, cname.as_ptr())).map(|_| Function(f))
+            rt_call!(self, cuModuleGetFunction(&mut f, m.0, cname.as_ptr())).map(|_| Function(f))
         })
     }
 
     fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()> {
         self.with_ctx(ctx, || {
-            cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_MAX_DYNAMIC_SHARED, bytes as c_int))?;
+            rt_call!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_MAX_DYNAMIC_SHARED, bytes as c_int))?;
             // Clusters of up to 16 CTAs (tuned entries only; the fallback stays portable).
-            cu!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+            rt_call!(self, cuFuncSetAttribute(f.0, FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
         })
     }
 
     fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
         self.with_ctx(ctx, || {
             let mut p = 0u64;
-            cu!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
-            cu!(self, cuMemsetD8_v2(p, 0, bytes.max(16)))?;
-            cu!(self, cuCtxSynchronize())?;
+            rt_call!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
+            rt_call!(self, cuMemsetD8_v2(p, 0, bytes.max(16)))?;
+            rt_call!(self, cuCtxSynchronize())?;
             Ok(DevPtr(p))
         })
     }
 
     fn free(&self, ctx: Context, p: DevPtr) {
-        let _ = self.with_ctx(ctx, || cu!(self, cuMemFree_v2(p.0)));
+        let _ = self.with_ctx(ctx, || rt_call!(self, cuMemFree_v2(p.0)));
     }
 
     /// Encodes a tensor map for `t` (pure host work in the driver: no allocation,
@@ -255,7 +241,7 @@ impl Runtime for Cuda {
         let strides = [t.row_bytes];
         let boxes = [t.box_cols, t.box_rows];
         let steps = [1u32, 1];
-        cu!(
+        rt_call!(
             self,
             cuTensorMapEncodeTiled(
                 &mut map,
@@ -296,13 +282,13 @@ impl Runtime for Cuda {
         let (grid, block, stream) = (cfg.grid, cfg.block, cfg.stream.0);
         self.with_ctx(ctx, || {
             if n == 0 {
-                cu!(
+                rt_call!(
                     self,
                     cuLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], cfg.shared, stream, params.as_mut_ptr(), std::ptr::null_mut())
                 )
             } else {
                 let lc = CuLaunchConfig { grid, block, shared: cfg.shared, stream, attrs: attrs.as_mut_ptr(), num_attrs: n as c_uint };
-                cu!(self, cuLaunchKernelEx(&lc, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
+                rt_call!(self, cuLaunchKernelEx(&lc, f.0, params.as_mut_ptr(), std::ptr::null_mut()))
             }
         })
     }

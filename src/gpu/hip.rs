@@ -8,7 +8,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::{Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime, TensorMap, Tile2d};
+use super::{rt_call, Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime, TensorMap, Tile2d};
 
 type HipError = c_int;
 
@@ -38,31 +38,42 @@ crate::dl_table!(pub HipFns {
 
 pub struct Hip {
     fns: HipFns,
+    lib: &'static str,
     path: String,
     version: i32,
-}
-
-macro_rules! hip {
-    ($self:expr, $f:ident($($a:expr),*)) => {
-        match $self.fns.$f {
-            None => Err(format!("{} missing from libamdhip64", stringify!($f))),
-            Some(f) => {
-                // SAFETY: the arguments follow the runtime function's C signature
-                // (declared in the table above) at every use of this macro.
-                let r = unsafe { f($($a),*) };
-                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
-            }
-        }
-    };
 }
 
 impl Hip {
     pub fn load() -> Option<Hip> {
         let (lib, path) = super::open_first(&["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so"])?;
-        let h = Hip { fns: HipFns::resolve(lib), path, version: 0 };
+        let h = Hip { fns: HipFns::resolve(lib), lib: "libamdhip64", path, version: 0 };
         let mut v = 0;
-        hip!(h, hipRuntimeGetVersion(&mut v)).ok()?;
+        rt_call!(&h, hipRuntimeGetVersion(&mut v)).ok()?;
         (h.device_count() > 0).then_some(Hip { version: v, ..h })
+    }
+
+    fn attr(&self, a: c_int, dev: i32) -> Result<i32> {
+        let mut v = 0;
+        rt_call!(self, hipDeviceGetAttribute(&mut v, a, dev))?;
+        Ok(v)
+    }
+
+    /// Runs `f` with the context's device current, restoring the caller's after.
+    fn with_device<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let cur = self.current_device()?;
+        if cur == ctx.1 {
+            return f();
+        }
+        rt_call!(self, hipSetDevice(ctx.1))?;
+        let r = f();
+        let _ = rt_call!(self, hipSetDevice(cur));
+        r
+    }
+}
+
+impl Runtime for Hip {
+    fn backend(&self) -> Backend {
+        Backend::Hip
     }
 
     fn error_string(&self, r: HipError) -> String {
@@ -76,48 +87,24 @@ impl Hip {
         format!("{} ({r})", unsafe { CStr::from_ptr(p) }.to_string_lossy())
     }
 
-    fn attr(&self, a: c_int, dev: i32) -> Result<i32> {
-        let mut v = 0;
-        hip!(self, hipDeviceGetAttribute(&mut v, a, dev))?;
-        Ok(v)
-    }
-
-    /// Runs `f` with the context's device current, restoring the caller's after.
-    fn with_device<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
-        let cur = self.current_device()?;
-        if cur == ctx.1 {
-            return f();
-        }
-        hip!(self, hipSetDevice(ctx.1))?;
-        let r = f();
-        let _ = hip!(self, hipSetDevice(cur));
-        r
-    }
-}
-
-impl Runtime for Hip {
-    fn backend(&self) -> Backend {
-        Backend::Hip
-    }
-
     fn describe(&self) -> String {
         format!("HIP runtime {} ({})", self.version, self.path)
     }
 
     fn device_count(&self) -> i32 {
         let mut n = 0;
-        hip!(self, hipGetDeviceCount(&mut n)).map(|_| n).unwrap_or(0)
+        rt_call!(self, hipGetDeviceCount(&mut n)).map(|_| n).unwrap_or(0)
     }
 
     fn current_device(&self) -> Result<i32> {
         let mut d = 0;
-        hip!(self, hipGetDevice(&mut d))?;
+        rt_call!(self, hipGetDevice(&mut d))?;
         Ok(d)
     }
 
     fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
         let mut name = [0 as c_char; 256];
-        hip!(self, hipDeviceGetName(name.as_mut_ptr(), 256, ordinal))?;
+        rt_call!(self, hipDeviceGetName(name.as_mut_ptr(), 256, ordinal))?;
         // HIP reports gfx9xy as compute capability 9.(x·10+y)/10: gfx942 → 9.4, gfx950 → 9.5.
         let (major, minor) = (self.attr(ATTR_CC_MAJOR, ordinal)?, self.attr(ATTR_CC_MINOR, ordinal)?);
         let arch = match (major, minor) {
@@ -145,7 +132,7 @@ impl Runtime for Hip {
     fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module> {
         self.with_device(ctx, || {
             let mut m: *mut c_void = std::ptr::null_mut();
-            hip!(self, hipModuleLoadData(&mut m, image.as_ptr().cast())).map(|_| Module(m))
+            rt_call!(self, hipModuleLoadData(&mut m, image.as_ptr().cast())).map(|_| Module(m))
         })
     }
 
@@ -153,7 +140,7 @@ impl Runtime for Hip {
         let cname = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
         self.with_device(ctx, || {
             let mut f: *mut c_void = std::ptr::null_mut();
-            hip!(self, hipModuleGetFunction(&mut f, m.0, cname.as_ptr())).map(|_| Function(f))
+            rt_call!(self, hipModuleGetFunction(&mut f, m.0, cname.as_ptr())).map(|_| Function(f))
         })
     }
 
@@ -164,15 +151,15 @@ impl Runtime for Hip {
     fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
         self.with_device(ctx, || {
             let mut p: *mut c_void = std::ptr::null_mut();
-            hip!(self, hipMalloc(&mut p, bytes.max(16)))?;
-            hip!(self, hipMemset(p, 0, bytes.max(16)))?;
-            hip!(self, hipDeviceSynchronize())?;
+            rt_call!(self, hipMalloc(&mut p, bytes.max(16)))?;
+            rt_call!(self, hipMemset(p, 0, bytes.max(16)))?;
+            rt_call!(self, hipDeviceSynchronize())?;
             Ok(DevPtr(p as u64))
         })
     }
 
     fn free(&self, ctx: Context, p: DevPtr) {
-        let _ = self.with_device(ctx, || hip!(self, hipFree(p.0 as *mut c_void)));
+        let _ = self.with_device(ctx, || rt_call!(self, hipFree(p.0 as *mut c_void)));
     }
 
     fn tensor_map_2d(&self, _t: &Tile2d) -> Result<TensorMap> {
@@ -186,7 +173,7 @@ impl Runtime for Hip {
         let (grid, block) = (cfg.grid, cfg.block);
         // A module function is bound to the device it was loaded on; the caller's
         // stream decides where it runs, so no device switch in the hot path.
-        let r = hip!(
+        let r = rt_call!(
             self,
             hipModuleLaunchKernel(f.0, grid[0], grid[1], grid[2], block[0], block[1], block[2], cfg.shared, cfg.stream.0, params.as_mut_ptr(), std::ptr::null_mut())
         );

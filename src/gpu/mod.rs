@@ -40,6 +40,27 @@ macro_rules! dl_table {
 #[doc(hidden)]
 pub use libloading;
 
+/// Calls `$f` from the table `$fns` of the runtime library `$lib`: an error when
+/// the library lacks it or it returns non-zero (`$message` turns the code into
+/// text). Every use passes the arguments of the function's declared C signature.
+#[macro_export]
+macro_rules! dl_call {
+    ($fns:expr, $lib:expr, $f:ident($($a:expr),*), $message:expr) => {
+        match $fns.$f {
+            None => Err(format!("{} missing from {}", stringify!($f), $lib)),
+            Some(f) => {
+                // The arguments are plain values (handles, numbers, pointers to
+                // locals) evaluated for the call, nothing the caller meant to hide.
+                #[allow(clippy::macro_metavars_in_unsafe)]
+                // SAFETY: the arguments follow the function's C signature (the
+                // table's declaration) at every use of this macro.
+                let r = unsafe { f($($a),*) };
+                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $message(r))) }
+            }
+        }
+    };
+}
+
 /// Opens the first of `names` that loads, preferring a copy already in the process
 /// (so an application's streams and contexts are the ones we use).
 pub fn open_first(names: &[&str]) -> Option<(libloading::Library, String)> {
@@ -56,6 +77,15 @@ pub fn open_first(names: &[&str]) -> Option<(libloading::Library, String)> {
     }
     None
 }
+
+/// Calls a function of a runtime's own table (`$self.fns`), named in errors after
+/// its library (`$self.lib`) and described by its messages (`$self.error_string`).
+macro_rules! rt_call {
+    ($self:expr, $f:ident($($a:expr),*)) => {
+        $crate::dl_call!($self.fns, $self.lib, $f($($a),*), |r| $crate::gpu::Runtime::error_string($self, r))
+    };
+}
+use rt_call;
 
 /// Which runtime drives the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +243,8 @@ pub trait Runtime: Send + Sync {
     fn backend(&self) -> Backend;
     /// Runtime library file and version, for `skinnylt info` and logs.
     fn describe(&self) -> String;
+    /// The runtime's message for an error code.
+    fn error_string(&self, code: i32) -> String;
     fn device_count(&self) -> i32;
     /// The calling thread's current device.
     fn current_device(&self) -> Result<i32>;

@@ -89,11 +89,11 @@ impl Fallback {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::route::{Form, Problem};
+    use crate::route::Problem;
     use proptest::prelude::*;
 
     fn problem(m: u32, n: u32, k: u32, dtype: DType) -> Problem {
-        Problem { dtype, form: Form::Linear, m, n, k, w: 0, ldw: k as u64, x: 0, ldx: k as u64, y: 0, ldy: n as u64, bias: 0, alpha: 1.0 }
+        Problem::packed(dtype, m, n, k, false)
     }
 
     #[test]

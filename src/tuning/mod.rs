@@ -537,7 +537,7 @@ mod tests {
         // The fallback never picks the family, even for M = 128 where its tiles fit.
         let fb = crate::tuning::fallback::Fallback::for_arch(Arch::Sm90);
         for m in [16, 32, 64, 128] {
-            let p = crate::route::Problem::packed(DType::Bf16, m, 2880, 4096);
+            let p = crate::route::Problem::packed(DType::Bf16, m, 2880, 4096, false);
             let Some(Choice::Run { kernel, .. }) = fb.choose(132, &p) else { panic!("M={m}") };
             assert_ne!(kernels::for_arch(Arch::Sm90).kernels[kernel].config.family, Family::Wgmma, "M={m}");
         }
@@ -550,21 +550,7 @@ mod tests {
            "kernel":{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true},"split_k":4},
           {"dtype":"bf16","n":1024,"k":7168,"bias":false,"m_min":9,"m_max":128,"source":"measured"}]}"#;
         let t = Tuning::parse(Arch::Sm90, text, "test").unwrap();
-        let mut p = crate::route::Problem {
-            dtype: DType::Bf16,
-            form: crate::route::Form::Linear,
-            m: 4,
-            n: 1024,
-            k: 7168,
-            w: 0,
-            ldw: 7168,
-            x: 0,
-            ldx: 7168,
-            y: 0,
-            ldy: 1024,
-            bias: 0,
-            alpha: 1.0,
-        };
+        let mut p = Problem::packed(DType::Bf16, 4, 1024, 7168, false);
         assert!(matches!(t.lookup(&p), Some(Choice::Run { split_k: 4, .. })));
         p.m = 9;
         assert_eq!(t.lookup(&p), Some(Choice::Forward));
@@ -593,21 +579,7 @@ mod tests {
             entry(4096, 4096, 10.0, 10.5, 1) // won by 1.05x: not confident
         );
         let t = Tuning::parse(Arch::Sm90, &text, "test").unwrap();
-        let p = |m: u32, n: u32, k: u32| crate::route::Problem {
-            dtype: DType::Bf16,
-            form: crate::route::Form::Linear,
-            m,
-            n,
-            k,
-            w: 0,
-            ldw: k as u64,
-            x: 0,
-            ldx: k as u64,
-            y: 0,
-            ldy: n as u64,
-            bias: 0,
-            alpha: 1.0,
-        };
+        let p = |m: u32, n: u32, k: u32| Problem::packed(DType::Bf16, m, n, k, false);
         // Near: the split that keeps the neighbour's 64 x 4 = 256 CTAs.
         assert!(matches!(t.lookup(&p(4, 896, 7168)), Some(Choice::Run { split_k: 5, .. })));
         assert!(matches!(t.lookup(&p(4, 1152, 7168)), Some(Choice::Run { split_k: 4, .. })));

@@ -1,7 +1,7 @@
 //! `skinnylt demo`: the main job — one decode GEMM through the hipBLASLt C API.
 
 use skinnylt::gpu::Arch;
-use skinnylt::route::{DType, Form, Problem};
+use skinnylt::route::{DType, Problem};
 use skinnylt::engine::{self, Target};
 use skinnylt::tuning::Tuning;
 use skinnylt::tuning::fallback::Fallback;
@@ -162,7 +162,7 @@ fn on_gpu(cu: &Gpu, a: &Args, dtype: DType) -> Result<(), String> {
 }
 
 fn route_problem(a: &Args, dtype: DType) -> Problem {
-    Problem { dtype, form: Form::Linear, m: a.m, n: a.n, k: a.k, w: 0, ldw: a.k as u64, x: 0, ldx: a.k as u64, y: 0, ldy: a.n as u64, bias: a.bias as u64 * 2, alpha: 1.0 }
+    Problem::packed(dtype, a.m, a.n, a.k, a.bias)
 }
 
 /// What would run `p` on `arch` with the shipped (embedded) table and no vendor

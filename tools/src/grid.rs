@@ -14,22 +14,7 @@ impl Shape {
     /// The packed `F.linear` problem of this shape (placeholder pointers, never
     /// read: for routing and planning questions).
     pub fn problem(&self, dtype: skinnylt::route::DType) -> skinnylt::route::Problem {
-        let (m, n, k) = (self.m, self.n, self.k);
-        skinnylt::route::Problem {
-            dtype,
-            form: skinnylt::route::Form::Linear,
-            m,
-            n,
-            k,
-            w: 0,
-            ldw: k as u64,
-            x: 0,
-            ldx: k as u64,
-            y: 0,
-            ldy: n as u64,
-            bias: if self.bias { 0x100 } else { 0 },
-            alpha: 1.0,
-        }
+        skinnylt::route::Problem::packed(dtype, self.m, self.n, self.k, self.bias)
     }
 }
 

@@ -370,7 +370,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
     for sh in &shapes {
         let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
         for dtype in DType::ALL {
-            let p = Problem { dtype, form: Form::Linear, m: sh.m, n: sh.n, k: sh.k, w: 0, ldw: sh.k as u64, x: 0, ldx: sh.k as u64, y: 0, ldy: sh.n as u64, bias: sh.bias as u64 * 2, alpha: 1.0 };
+            let p = sh.problem(dtype);
             let Some(Choice::Run { kernel, split_k }) = fallback.choose(arch.default_units(), &p) else {
                 return Err(format!("no model choice for {sh:?}"));
             };

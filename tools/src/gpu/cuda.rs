@@ -1,15 +1,14 @@
 //! The tools' CUDA driver calls (`libcuda.so.1`, the copy the library opened).
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
-use skinnylt::gpu::Context;
+use skinnylt::gpu::{Context, Runtime};
 
 use super::{Harness, Raw, Result};
 
 type CuResult = c_int;
 
 skinnylt::dl_table!(CudaFns {
-    cuGetErrorString: fn(CuResult, *mut *const c_char) -> CuResult;
     cuCtxSetCurrent: fn(*mut c_void) -> CuResult;
     cuCtxSynchronize: fn() -> CuResult;
     cuMemAlloc_v2: fn(*mut u64, usize) -> CuResult;
@@ -40,38 +39,20 @@ const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 
 pub struct Cuda {
     fns: CudaFns,
+    /// The library's runtime, for error messages.
+    rt: &'static dyn Runtime,
 }
 
 macro_rules! cu {
     ($self:expr, $f:ident($($a:expr),*)) => {
-        match $self.fns.$f {
-            None => Err(format!("{} missing from libcuda", stringify!($f))),
-            Some(f) => {
-                // SAFETY: the arguments follow the driver function's C signature
-                // (the table above) at every use of this macro.
-                let r = unsafe { f($($a),*) };
-                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
-            }
-        }
+        skinnylt::dl_call!($self.fns, "libcuda", $f($($a),*), |r| $self.rt.error_string(r))
     };
 }
 
 impl Cuda {
-    pub fn load() -> Option<Cuda> {
+    pub fn load(rt: &'static dyn Runtime) -> Option<Cuda> {
         let (lib, _) = skinnylt::gpu::open_first(&["libcuda.so.1", "libcuda.so"])?;
-        Some(Cuda { fns: CudaFns::resolve(lib) })
-    }
-
-    fn error_string(&self, r: CuResult) -> String {
-        let mut p: *const c_char = std::ptr::null();
-        match self.fns.cuGetErrorString {
-            // SAFETY: writes a pointer to a static string.
-            Some(f) if unsafe { f(r, &mut p) } == 0 && !p.is_null() => {
-                // SAFETY: non-null, NUL-terminated, static.
-                format!("{} ({r})", unsafe { CStr::from_ptr(p) }.to_string_lossy())
-            }
-            _ => format!("CUDA error {r}"),
-        }
+        Some(Cuda { fns: CudaFns::resolve(lib), rt })
     }
 }
 

@@ -1,16 +1,15 @@
 //! The tools' HIP runtime calls (`libamdhip64`, the copy the library opened).
 //! Device pointers are `u64` as on the CUDA side; HIP takes them as `void*`.
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
-use skinnylt::gpu::Context;
+use skinnylt::gpu::{Context, Runtime};
 
 use super::{Harness, Raw, Result};
 
 type HipError = c_int;
 
 skinnylt::dl_table!(HipFns {
-    hipGetErrorString: fn(HipError) -> *const c_char;
     hipSetDevice: fn(c_int) -> HipError;
     hipMalloc: fn(*mut *mut c_void, usize) -> HipError;
     hipFree: fn(*mut c_void) -> HipError;
@@ -45,37 +44,20 @@ const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 
 pub struct Hip {
     fns: HipFns,
+    /// The library's runtime, for error messages.
+    rt: &'static dyn Runtime,
 }
 
 macro_rules! hip {
     ($self:expr, $f:ident($($a:expr),*)) => {
-        match $self.fns.$f {
-            None => Err(format!("{} missing from libamdhip64", stringify!($f))),
-            Some(f) => {
-                // SAFETY: the arguments follow the runtime function's C signature
-                // (the table above) at every use of this macro.
-                let r = unsafe { f($($a),*) };
-                if r == 0 { Ok(()) } else { Err(format!("{} failed: {}", stringify!($f), $self.error_string(r))) }
-            }
-        }
+        skinnylt::dl_call!($self.fns, "libamdhip64", $f($($a),*), |r| $self.rt.error_string(r))
     };
 }
 
 impl Hip {
-    pub fn load() -> Option<Hip> {
+    pub fn load(rt: &'static dyn Runtime) -> Option<Hip> {
         let (lib, _) = skinnylt::gpu::open_first(&["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so"])?;
-        Some(Hip { fns: HipFns::resolve(lib) })
-    }
-
-    fn error_string(&self, r: HipError) -> String {
-        let Some(f) = self.fns.hipGetErrorString else { return format!("HIP error {r}") };
-        // SAFETY: takes any error code; returns a static string or null.
-        let p = unsafe { f(r) };
-        if p.is_null() {
-            return format!("HIP error {r}");
-        }
-        // SAFETY: non-null, NUL-terminated, static.
-        format!("{} ({r})", unsafe { CStr::from_ptr(p) }.to_string_lossy())
+        Some(Hip { fns: HipFns::resolve(lib), rt })
     }
 }
 

@@ -90,8 +90,8 @@ impl Gpu {
         GPU.get_or_init(|| {
             let rt = skinnylt::gpu::runtime()?;
             let harness: Box<dyn Harness> = match rt.backend() {
-                Backend::Cuda => Box::new(cuda::Cuda::load()?),
-                Backend::Hip => Box::new(hip::Hip::load()?),
+                Backend::Cuda => Box::new(cuda::Cuda::load(rt)?),
+                Backend::Hip => Box::new(hip::Hip::load(rt)?),
             };
             Some(Gpu { rt, harness })
         })
