@@ -104,15 +104,12 @@ pub const POINTER_MODE_HOST: i32 = 0;
 /// `hipblasLtMatrixLayoutAttribute_t`.
 pub mod layout_attr {
     attributes! {
-        BATCH_COUNT = 0, 4;
-        STRIDED_BATCH_OFFSET = 1, 8;
-        TYPE = 2, 4;
-        ORDER = 3, 4;
-        ROWS = 4, 8;
-        COLS = 5, 8;
-        LD = 6, 8;
-        BATCH_MODE = 7, 4;
-        OFFSET = 8, 8;
+        // Batches.
+        BATCH_COUNT = 0, 4; STRIDED_BATCH_OFFSET = 1, 8;
+        // The matrix.
+        TYPE = 2, 4; ORDER = 3, 4; ROWS = 4, 8; COLS = 5, 8; LD = 6, 8;
+        // Batches again (newer versions).
+        BATCH_MODE = 7, 4; OFFSET = 8, 8;
     }
 }
 

@@ -98,12 +98,6 @@ impl Cuda {
         (c.device_count() > 0).then_some(Cuda { version: v, ..c })
     }
 
-    fn attr(&self, a: c_int, dev: CuDevice) -> Result<i32> {
-        let mut v = 0;
-        rt_call!(self, cuDeviceGetAttribute(&mut v, a, dev))?;
-        Ok(v)
-    }
-
     /// Runs `f` with `ctx` current, restoring the caller's context after (cheap
     /// when it is already current, which is the usual case).
     fn with_ctx<R>(&self, ctx: Context, f: impl FnOnce() -> Result<R>) -> Result<R> {
@@ -160,19 +154,21 @@ impl Runtime for Cuda {
     fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
         let mut dev = 0;
         rt_call!(self, cuDeviceGet(&mut dev, ordinal))?;
-        let mut name = [0 as c_char; 256];
-        rt_call!(self, cuDeviceGetName(name.as_mut_ptr(), 256, dev))?;
-        let (major, minor) = (self.attr(ATTR_CC_MAJOR, dev)?, self.attr(ATTR_CC_MINOR, dev)?);
+        let attr = |a: c_int| {
+            let mut v = 0;
+            rt_call!(self, cuDeviceGetAttribute(&mut v, a, dev)).map(|_| v)
+        };
+        let name = super::device_name(|p, n| rt_call!(self, cuDeviceGetName(p, n, dev)))?;
+        let (major, minor) = (attr(ATTR_CC_MAJOR)?, attr(ATTR_CC_MINOR)?);
         Ok(DeviceInfo {
             backend: Backend::Cuda,
             ordinal,
-            // SAFETY: the driver wrote a NUL-terminated name into the 256 bytes.
-            name: unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(),
+            name,
             arch_name: format!("sm_{major}{minor}"),
             // The PTX targets sm_90; the a/f feature variants of later chips differ.
             arch: (major == 9 && minor == 0).then_some(Arch::Sm90),
-            units: self.attr(ATTR_MULTIPROCESSOR_COUNT, dev)? as u32,
-            l2_bytes: self.attr(ATTR_L2_CACHE_SIZE, dev)? as u64,
+            units: attr(ATTR_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(ATTR_L2_CACHE_SIZE)? as u64,
         })
     }
 

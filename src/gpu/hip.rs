@@ -8,7 +8,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use super::{rt_call, Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime, TensorMap, Tile2d};
+use super::{rt_call, Arch, Backend, Context, DevPtr, DeviceInfo, Function, LaunchConfig, Module, Result, Runtime};
 
 type HipError = c_int;
 
@@ -50,12 +50,6 @@ impl Hip {
         let mut v = 0;
         rt_call!(&h, hipRuntimeGetVersion(&mut v)).ok()?;
         (h.device_count() > 0).then_some(Hip { version: v, ..h })
-    }
-
-    fn attr(&self, a: c_int, dev: i32) -> Result<i32> {
-        let mut v = 0;
-        rt_call!(self, hipDeviceGetAttribute(&mut v, a, dev))?;
-        Ok(v)
     }
 
     /// Runs `f` with the context's device current, restoring the caller's after.
@@ -103,10 +97,13 @@ impl Runtime for Hip {
     }
 
     fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
-        let mut name = [0 as c_char; 256];
-        rt_call!(self, hipDeviceGetName(name.as_mut_ptr(), 256, ordinal))?;
+        let attr = |a: c_int| {
+            let mut v = 0;
+            rt_call!(self, hipDeviceGetAttribute(&mut v, a, ordinal)).map(|_| v)
+        };
+        let name = super::device_name(|p, n| rt_call!(self, hipDeviceGetName(p, n, ordinal)))?;
         // HIP reports gfx9xy as compute capability 9.(x·10+y)/10: gfx942 → 9.4, gfx950 → 9.5.
-        let (major, minor) = (self.attr(ATTR_CC_MAJOR, ordinal)?, self.attr(ATTR_CC_MINOR, ordinal)?);
+        let (major, minor) = (attr(ATTR_CC_MAJOR)?, attr(ATTR_CC_MINOR)?);
         let arch = match (major, minor) {
             (9, 4) => Some(Arch::Gfx942),
             (9, 5) => Some(Arch::Gfx950),
@@ -115,12 +112,11 @@ impl Runtime for Hip {
         Ok(DeviceInfo {
             backend: Backend::Hip,
             ordinal,
-            // SAFETY: the runtime wrote a NUL-terminated name into the 256 bytes.
-            name: unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned(),
+            name,
             arch_name: arch.map(|a| a.name().to_owned()).unwrap_or_else(|| format!("gfx{major}{minor}?")),
             arch,
-            units: self.attr(ATTR_MULTIPROCESSOR_COUNT, ordinal)? as u32,
-            l2_bytes: self.attr(ATTR_L2_CACHE_SIZE, ordinal)? as u64,
+            units: attr(ATTR_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(ATTR_L2_CACHE_SIZE)? as u64,
         })
     }
 
@@ -144,10 +140,6 @@ impl Runtime for Hip {
         })
     }
 
-    fn set_max_dynamic_shared(&self, _ctx: Context, _f: Function, _bytes: u32) -> Result<()> {
-        Ok(()) // LDS up to the arch limit needs no opt-in on AMD.
-    }
-
     fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr> {
         self.with_device(ctx, || {
             let mut p: *mut c_void = std::ptr::null_mut();
@@ -160,10 +152,6 @@ impl Runtime for Hip {
 
     fn free(&self, ctx: Context, p: DevPtr) {
         let _ = self.with_device(ctx, || rt_call!(self, hipFree(p.0 as *mut c_void)));
-    }
-
-    fn tensor_map_2d(&self, _t: &Tile2d) -> Result<TensorMap> {
-        Err("tensor maps are an sm_90 feature".into())
     }
 
     unsafe fn launch(&self, _ctx: Context, f: Function, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {

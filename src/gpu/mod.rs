@@ -87,6 +87,16 @@ macro_rules! rt_call {
 }
 use rt_call;
 
+/// A device name as a runtime writes it: into a caller's buffer of 256 bytes,
+/// NUL-terminated.
+fn device_name(write: impl FnOnce(*mut std::ffi::c_char, i32) -> Result<()>) -> Result<String> {
+    let mut name = [0u8; 256];
+    write(name.as_mut_ptr().cast(), name.len() as i32 - 1)?;
+    // The last byte is never written: the name is NUL-terminated within the buffer.
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len() - 1);
+    Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
 /// Which runtime drives the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
@@ -254,14 +264,18 @@ pub trait Runtime: Send + Sync {
     /// Loads a code object (HSACO for HIP, NUL-terminated PTX for CUDA).
     fn load_module(&self, ctx: Context, image: &[u8]) -> Result<Module>;
     fn function(&self, ctx: Context, m: Module, name: &str) -> Result<Function>;
-    /// Raises a kernel's dynamic shared-memory limit to `bytes` (CUDA; AMD needs
-    /// no opt-in).
-    fn set_max_dynamic_shared(&self, ctx: Context, f: Function, bytes: u32) -> Result<()>;
+    /// Raises a kernel's dynamic shared-memory limit to `bytes` (CUDA; LDS up to
+    /// the arch limit needs no opt-in on AMD).
+    fn set_max_dynamic_shared(&self, _ctx: Context, _f: Function, _bytes: u32) -> Result<()> {
+        Ok(())
+    }
     /// Allocates zeroed device memory (synchronous: creation time only).
     fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr>;
     fn free(&self, ctx: Context, p: DevPtr);
     /// Encodes a tensor map (NVIDIA sm_90; pure host work, no allocation).
-    fn tensor_map_2d(&self, t: &Tile2d) -> Result<TensorMap>;
+    fn tensor_map_2d(&self, _t: &Tile2d) -> Result<TensorMap> {
+        Err("tensor maps are an sm_90 feature".into())
+    }
     /// Launches `f` as `cfg` says.
     ///
     /// # Safety
