@@ -56,16 +56,7 @@ template <int PENDING, int COPIES_PER_STAGE>
 SK_DEVICE void copy_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory"); }
 
 // ---- split-K handshake: device-scope release/acquire ----
-SK_DEVICE void fence_release_device() { __scoped_atomic_thread_fence(__ATOMIC_RELEASE, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE void fence_acquire_device() { __scoped_atomic_thread_fence(__ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
-  return __scoped_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __MEMORY_SCOPE_DEVICE);
-}
-SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
-// Partials written by other CTAs. Plain loads: after the acquire fence the PTX
-// memory model makes the releasing CTAs' writes visible to them, and, unlike
-// volatile asm, they can all be in flight at once.
-SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
+#include "scoped_atomics.h"
 // Split-K arrival. The CTA barrier orders every thread's slot writes before
 // thread 0's device-scope release (PTX release is cumulative over what the
 // barrier made visible to it); thread 0's acquire plus the second barrier order
