@@ -1,5 +1,6 @@
 // sm_90 pieces of the prelude (clang CUDA mode, -nocudainc: builtins and inline PTX only).
 #pragma once
+#include "../gemm_params.h"  // TensorMap, the tensor-copy operand
 
 #define SK_DEVICE __attribute__((device)) SK_INLINE
 #define SK_KERNEL(threads) extern "C" __attribute__((global)) __attribute__((launch_bounds(threads)))
@@ -323,12 +324,9 @@ SK_WGMMA_SHAPE(128, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,
 #undef SK_F8
 
 // ---- tensor memory accelerator (sm_90) ----
-// A CUtensorMap encoded on the host (cuTensorMapEncodeTiled), passed by value as a
+// A CUtensorMap encoded on the host (TensorMap, gemm_params.h), passed by value as a
 // __grid_constant__ kernel parameter so its address is a param-space address the
 // TMA unit reads (never a local copy).
-struct alignas(64) TensorMap {
-  u64 opaque[16];
-};
 #define SK_GRID_CONSTANT __attribute__((grid_constant))
 SK_DEVICE void tensormap_prefetch(const TensorMap* m) { asm volatile("prefetch.tensormap [%0];" :: "l"(m) : "memory"); }
 // L2 policy for a tensor load: weights are streamed once, activations re-read by

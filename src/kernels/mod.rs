@@ -1,0 +1,83 @@
+//! The kernels compiled into this library: one code object per arch (HSACO for
+//! gfx942/gfx950, PTX for sm_90), built by build.rs from `kernels/` and embedded,
+//! with the list of entry points each contains, and the arguments they take
+//! (`params`, the kernel ABI).
+
+pub mod params;
+
+use crate::gpu::Arch;
+use crate::tuning::schema::{DType, KernelConfig};
+
+/// One kernel entry point.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelEntry {
+    pub name: &'static str,
+    pub dtype: DType,
+    pub config: KernelConfig,
+}
+
+/// Everything embedded for one arch.
+#[derive(Clone, Copy, Debug)]
+pub struct ArchKernels {
+    pub arch: Arch,
+    /// The code object: HSACO (AMD) or NUL-terminated PTX (NVIDIA).
+    pub image: &'static [u8],
+    pub kernels: &'static [KernelEntry],
+}
+
+mod generated {
+    use super::*;
+    use crate::tuning::schema::Family;
+    include!(concat!(env!("OUT_DIR"), "/kernels_gen.rs"));
+}
+
+/// Every arch's kernels.
+pub fn all() -> &'static [ArchKernels] {
+    generated::CATALOG
+}
+
+pub fn for_arch(arch: Arch) -> &'static ArchKernels {
+    generated::CATALOG.iter().find(|a| a.arch == arch).expect("every arch is built")
+}
+
+/// Index of a (dtype, config) kernel in an arch's list.
+pub fn index_of(arch: Arch, dtype: DType, config: &KernelConfig) -> Option<usize> {
+    for_arch(arch).kernels.iter().position(|k| k.dtype == dtype && k.config == *config)
+}
+
+/// The clang that built the code objects: its `--version` line (for `skinnylt info`).
+pub const BUILT_WITH: &str = generated::BUILT_WITH;
+/// The same clang's path, as build.rs found it (`SKINNYLT_CLANG`, `$ROCM_PATH`, or the
+/// newest on PATH), made absolute: the tools that read or rebuild the device code
+/// (the audit's LLVM tools, the emulator's clang++) come from its installation.
+pub const CLANG: &str = generated::CLANG;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tuning::schema;
+
+    /// What `Arch` says about a target is what the build checked the kernels against
+    /// (schema.rs TARGETS, static_asserted against the preludes).
+    #[test]
+    fn arch_facts_are_the_schema_targets() {
+        for arch in Arch::ALL {
+            let t = schema::target(arch.name()).expect("every arch has target facts");
+            assert_eq!((arch.wave_size(), arch.lds_bytes()), (t.wave, t.lds_limit), "{}", arch.name());
+        }
+        assert_eq!(all().len(), Arch::ALL.len());
+    }
+
+    /// Every catalog entry's name is its config's, and its config passes the
+    /// target's rules (as build.rs required before compiling it).
+    #[test]
+    fn the_catalog_is_consistent() {
+        for ak in all() {
+            let t = schema::target(ak.arch.name()).unwrap();
+            for k in ak.kernels {
+                assert_eq!(k.name, k.config.name(k.dtype));
+                assert_eq!(k.config.check(&t), Ok(()));
+            }
+        }
+    }
+}
