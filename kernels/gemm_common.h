@@ -1,8 +1,10 @@
-// What every GEMM family shares: the kernel arguments, the split of K between the
-// CTAs of a tile, the programmatic-dependent-launch prologue, and the deterministic
-// split-K combine. A family (splitk_gemm.h, wgmma_gemm.h) owns only its main loop,
-// its register fragments and where each fragment value lands in the output tile.
+// What every GEMM family shares: the kernel arguments (gemm_params.h), the entry
+// point, the split of K between the CTAs of a tile, the programmatic-dependent-launch
+// prologue, and the deterministic split-K combine. A family (splitk_gemm.h,
+// wgmma_gemm.h) owns only its main loop, its register fragments and where each
+// fragment value lands in the output tile.
 #pragma once
+#include "gemm_params.h"  // the kernel arguments: GemmParams, PDL_* flags, TmaMaps
 #include "prelude/prelude.h"
 
 // Timing hook: a probe that includes these headers may define SK_TRACE(point) to
@@ -13,30 +15,16 @@
 #define SK_TRACE(point)
 #endif
 
-// Kernel arguments, passed by value (layout mirrored by `GemmParams` in Rust).
-struct GemmParams {
-  const u16* w;      // W(n, k) at w[n * ldw + k]
-  const u16* x;      // X(t, k) at x[t * ldx + k]
-  u16* y;            // Y(t, n) at y[t * ldy + n]
-  const u16* bias;   // bias[n], or null
-  float* partials;   // split-K slots: [tiles][SPLIT_K][TILE_M * TILE_N] fp32
-  u32* counters;     // arrivals per tile; 0 between launches
-  const void* zeros; // >= 16 zero bytes (source for masked copies on AMD)
-  i64 ldw, ldx, ldy;
-  i32 m, n, k;
-  float alpha;
-  i32 split_k;
-  // Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
-  // PDL_PREFETCH_X) each CTA prefetches into L2 before waiting on the previous
-  // kernel (0: none), and PDL_* flags.
-  i32 prefetch_row_bytes;
-  i32 pdl_flags;
-};
-// PDL_TRIGGER: let the PDL successor launch (pdl_flags >> PDL_LEAD_SHIFT) K blocks
-// before the end of our main loop (0 = after it; a lead past the start = at the
-// start), so its prefetch overlaps our tail rather than our streaming. Without it,
-// the successor may launch only as our CTAs exit (the implicit trigger).
-constexpr i32 PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8;
+// The entry point NAME of a kernel class (`...`) whose run(p, smem) takes the
+// arguments and the LDS: names the class NAME##_class, so that build.rs can check its
+// LDS_BYTES and THREADS against the Rust catalog in the generated instance file.
+#define SK_GEMM_ENTRY(NAME, ...)                             \
+  using NAME##_class = __VA_ARGS__;                          \
+  SK_KERNEL(NAME##_class::THREADS) void NAME(GemmParams p) { \
+    using K = NAME##_class;                                  \
+    SK_LDS_DECL(smem, K::LDS_BYTES);                         \
+    K::run(p, smem);                                         \
+  }
 
 // Where a CTA sits: its output tile (n0, m0; `tile` indexes the split-K slots and
 // counters) and its K blocks [kb_begin, kb_end) of TILE_K.

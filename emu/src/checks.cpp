@@ -97,6 +97,48 @@ const char* instr_name(int k, int dtype) {
   return dtype == 0 ? "v_mfma_f32_16x16x32_bf16" : "v_mfma_f32_16x16x32_f16";
 }
 
+// One-hot probes of one operand (A, or B): every lane, VGPR and half of it in turn
+// holds 1, the other operand holds k + 1 at each k, so D must hold k0 + 1 in the
+// probed element's row (A) or column (B) and 0 elsewhere. Returns the first
+// failure, or "".
+std::string one_hot(int k, int dtype, Mutation m, bool a_side) {
+  Doc doc{k};
+  const int nv = doc.nv();
+  const uint16_t one = enc(dtype, 1.0);
+  // Where element j of lane l of an operand sits: its row (A) or column (B), and k.
+  auto place = [&](bool a, int l, int j, int& at, int& kk) {
+    if (a)
+      doc.a(l, j, at, kk);
+    else
+      doc.b(l, j, at, kk);
+  };
+  for (int l = 0; l < 64; ++l)
+    for (int j = 0; j < doc.per_lane(); ++j) {
+      uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
+      float rc[64 * 4] = {0}, rd[64 * 4];
+      uint32_t* const probed = a_side ? ra : rb;
+      uint32_t* const other = a_side ? rb : ra;
+      put(probed, nv, l, j, one);
+      for (int lo = 0; lo < 64; ++lo)
+        for (int jo = 0; jo < doc.per_lane(); ++jo) {
+          int at, kk;
+          place(!a_side, lo, jo, at, kk);
+          put(other, nv, lo, jo, enc(dtype, kk + 1));
+        }
+      v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
+      int at0, k0;
+      place(a_side, l, j, at0, k0);
+      std::string w;
+      if (!check_d(k, rd, [&](int row, int col) { return (a_side ? row : col) == at0 ? k0 + 1.0 : 0.0; }, w)) {
+        char msg[240];
+        std::snprintf(msg, sizeof msg, "%s lane %d VGPR %d half %d (%s %d, k %d): %s", a_side ? "A" : "B", l, j / 2,
+                      j % 2, a_side ? "row" : "col", at0, k0, w.c_str());
+        return msg;
+      }
+    }
+  return "";
+}
+
 // The suite for one instruction; returns the failures (names + reasons).
 std::vector<std::pair<std::string, std::string>> isa_suite(int k, int dtype, Mutation m) {
   std::vector<std::pair<std::string, std::string>> fails;
@@ -127,60 +169,11 @@ std::vector<std::pair<std::string, std::string>> isa_suite(int k, int dtype, Mut
     }
     if (!why.empty()) fails.emplace_back("random products", why);
   }
-  const uint16_t one = enc(dtype, 1.0);
   // 2. one-hot A: every lane, VGPR and half; B[kk][col] = kk + 1 identifies k.
-  {
-    std::string why;
-    for (int l = 0; l < 64 && why.empty(); ++l)
-      for (int j = 0; j < doc.per_lane() && why.empty(); ++j) {
-        uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
-        float rc[64 * 4] = {0}, rd[64 * 4];
-        put(ra, nv, l, j, one);
-        for (int lb = 0; lb < 64; ++lb)
-          for (int jb = 0; jb < doc.per_lane(); ++jb) {
-            int col, kk;
-            doc.b(lb, jb, col, kk);
-            put(rb, nv, lb, jb, enc(dtype, kk + 1));
-          }
-        v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
-        int row0, k0;
-        doc.a(l, j, row0, k0);
-        std::string w;
-        if (!check_d(k, rd, [&](int row, int) { return row == row0 ? k0 + 1.0 : 0.0; }, w)) {
-          char msg[240];
-          std::snprintf(msg, sizeof msg, "A lane %d VGPR %d half %d (row %d, k %d): %s", l, j / 2, j % 2, row0, k0,
-                        w.c_str());
-          why = msg;
-        }
-      }
-    if (!why.empty()) fails.emplace_back("one-hot A", why);
-  }
   // 3. one-hot B: A[row][kk] = kk + 1.
-  {
-    std::string why;
-    for (int l = 0; l < 64 && why.empty(); ++l)
-      for (int j = 0; j < doc.per_lane() && why.empty(); ++j) {
-        uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
-        float rc[64 * 4] = {0}, rd[64 * 4];
-        put(rb, nv, l, j, one);
-        for (int la = 0; la < 64; ++la)
-          for (int ja = 0; ja < doc.per_lane(); ++ja) {
-            int row, kk;
-            doc.a(la, ja, row, kk);
-            put(ra, nv, la, ja, enc(dtype, kk + 1));
-          }
-        v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
-        int col0, k0;
-        doc.b(l, j, col0, k0);
-        std::string w;
-        if (!check_d(k, rd, [&](int, int col) { return col == col0 ? k0 + 1.0 : 0.0; }, w)) {
-          char msg[240];
-          std::snprintf(msg, sizeof msg, "B lane %d VGPR %d half %d (col %d, k %d): %s", l, j / 2, j % 2, col0, k0,
-                        w.c_str());
-          why = msg;
-        }
-      }
-    if (!why.empty()) fails.emplace_back("one-hot B", why);
+  for (const bool a_side : {true, false}) {
+    const std::string why = one_hot(k, dtype, m, a_side);
+    if (!why.empty()) fails.emplace_back(a_side ? "one-hot A" : "one-hot B", why);
   }
   // 4. one-hot C, A = B = 0: D is C, register for register.
   {

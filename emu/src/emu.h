@@ -2,13 +2,16 @@
 // See emu/README.md for what it models and what it cannot.
 //
 // This header must not include the kernel prelude: the generated instance files
-// include it (and the kernel source) inside a namespace per target.
+// include it (and the kernel source) inside a namespace per target. It includes the
+// kernel ABI (GemmParams), at global scope, which the kernels then share.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "gemm_params.h"
 
 namespace emu {
 
@@ -19,53 +22,22 @@ struct ArchInfo {
   const char* name;
   int lds_limit;       // bytes of LDS a workgroup may use (schema.rs TARGETS)
   int banks;           // LDS banks of 4 bytes (seed 002: 32 on CDNA3, 64 on CDNA4)
-  int copy_bytes;      // bytes per lane of global_load_lds (target_amdgcn.h COPY_BYTES)
+  int copy_bytes;      // bytes per lane of global_load_lds (the prelude's COPY_BYTES; instance files check)
   int mfma_k;          // K of the MFMA the atom uses (16: gfx942, 32: gfx950)
 };
-const ArchInfo& arch_info(Arch a);
+constexpr ArchInfo ARCH_INFO[NUM_ARCHES] = {{"gfx942", 64 << 10, 32, 4, 16}, {"gfx950", 160 << 10, 64, 16, 32}};
+inline const ArchInfo& arch_info(Arch a) { return ARCH_INFO[(int)a]; }
 
-// A kernel config: the template parameters of SplitK (schema.rs KernelConfig).
+// A kernel config: the template parameters of SplitK (schema.rs KernelConfig), as
+// the library's catalog lists them (`skinnylt kernels`).
 struct Config {
   int tile_m = 0, tile_n = 0, tile_k = 0, stages = 0, wm = 1, wn = 1, wk = 1;
   bool b_to_lds = true;
   bool vd = false;
   int waves() const { return wm * wn * wk; }
   int threads() const { return waves() * 64; }
-  // KernelConfig::lds_bytes in src/tuning/schema.rs (AMD: 64-lane waves).
-  int lds_bytes() const {
-    const int row = tile_k * 2;
-    const int w = b_to_lds ? tile_n * row : 0;
-    const int pipe = stages * (w + tile_m * row);
-    const int red = (wk - 1) * tile_m * tile_n * 4;
-    const int e4 = tile_m * tile_n / 4;
-    const int chunks = threads() / e4 > 1 ? threads() / e4 : 1;
-    const int combine = chunks * e4 * 16;
-    int m = pipe > red ? pipe : red;
-    if (combine > m) m = combine;
-    return m + 16;
-  }
   int w_ring_bytes() const { return b_to_lds ? stages * tile_n * tile_k * 2 : 0; }
   int x_ring_bytes() const { return stages * tile_m * tile_k * 2; }
-  // KernelConfig::name in src/tuning/schema.rs.
-  std::string name(int dtype) const;
-};
-
-// Mirror of GemmParams (kernels/splitk_gemm.h; also src/engine.rs). The generated
-// instance files static_assert that size and every offset agree.
-struct HostGemmParams {
-  const uint16_t* w;
-  const uint16_t* x;
-  uint16_t* y;
-  const uint16_t* bias;
-  float* partials;
-  uint32_t* counters;
-  const void* zeros;
-  int64_t ldw, ldx, ldy;
-  int32_t m, n, k;
-  float alpha;
-  int32_t split_k;
-  int32_t prefetch_row_bytes;  // PDL fields (NVIDIA only): zero here
-  int32_t pdl_flags;
 };
 
 // Parameters of the atom-contract kernel (src/atom_kernel.h).
@@ -82,10 +54,11 @@ struct KernelInfo {
   Arch arch;
   int dtype;            // 0 bf16, 1 f16
   Config cfg;
-  std::string name;     // the symbol name of the real kernel
+  std::string name;     // the symbol name of the real kernel (the catalog's)
   std::string variant;  // "" for the kernel source as is, else the source mutant's name
   KernelFn fn;
   int lds_bytes;        // SplitK<...>::LDS_BYTES
+  int catalog_lds_bytes;  // the catalog's (schema.rs KernelConfig::lds_bytes)
   int min_copies;       // SplitK<...>::MIN_COPIES
 };
 

@@ -21,20 +21,6 @@
 #endif
 namespace emu {
 
-const ArchInfo& arch_info(Arch a) {
-  // lds_limit: src/tuning/schema.rs TARGETS; banks: seed 002 (32 banks / 128 B per
-  // cycle on CDNA3, 64 banks / 256 B per cycle on CDNA4); copy_bytes: target_amdgcn.h.
-  static const ArchInfo info[NUM_ARCHES] = {{"gfx942", 64 << 10, 32, 4, 16}, {"gfx950", 160 << 10, 64, 16, 32}};
-  return info[(int)a];
-}
-
-std::string Config::name(int dtype) const {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "skinnylt_%s_%s_m%dn%dk%d_s%d_w%dx%dx%d_%s", vd ? "vdmfma" : "splitk", dtype == 0 ? "bf16" : "f16", tile_m,
-                tile_n, tile_k, stages, wm, wn, wk, b_to_lds ? "lds" : "reg");
-  return buf;
-}
-
 std::vector<ArchTable>& registry() {
   static std::vector<ArchTable> r;
   return r;
@@ -415,21 +401,17 @@ struct Machine {
         Shadow& sh = g.shadow[(size_t)off / 4 + q];
         if (sh.copy >= 0) {
           const CopyRec& r = g.copies[(size_t)sh.copy];
-          if (!r.covered) {
+          // A read of data its copy has not made safe to read yet: "<by> <wave> <why>".
+          auto early = [&](const char* kind, const char* by, const char* why) {
             char m[200];
-            std::snprintf(m, sizeof m,
-                          "wg (%d,%d) wave %d lane %d reads LDS %ld, written by a copy of wave %d that no s_waitcnt "
-                          "vmcnt has covered yet",
-                          g.bx, g.by, w.id, l, off + 4 * q, r.wave);
-            error("read-before-copy-wait", m);
-          } else if (r.wave != w.id && r.cover_gen >= g.gen) {
-            char m[200];
-            std::snprintf(m, sizeof m,
-                          "wg (%d,%d) wave %d lane %d reads LDS %ld, copied by wave %d whose wait is not followed by a "
-                          "barrier yet",
-                          g.bx, g.by, w.id, l, off + 4 * q, r.wave);
-            error("read-before-barrier", m);
-          }
+            std::snprintf(m, sizeof m, "wg (%d,%d) wave %d lane %d reads LDS %ld, %s %d %s", g.bx, g.by, w.id, l,
+                          off + 4 * q, by, r.wave, why);
+            error(kind, m);
+          };
+          if (!r.covered)
+            early("read-before-copy-wait", "written by a copy of wave", "that no s_waitcnt vmcnt has covered yet");
+          else if (r.wave != w.id && r.cover_gen >= g.gen)
+            early("read-before-barrier", "copied by wave", "whose wait is not followed by a barrier yet");
         }
         if (sh.read_gen != g.gen) {
           sh.read_gen = g.gen;

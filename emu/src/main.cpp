@@ -196,7 +196,7 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
       ref[(size_t)t * N + n] = s;
     }
 
-  HostGemmParams prm{};
+  GemmParams prm{};
   prm.w = W.as<uint16_t>();
   prm.x = X.as<uint16_t>();
   prm.y = Y.as<uint16_t>();
@@ -408,9 +408,9 @@ int main(int argc, char** argv) {
     for (const KernelInfo& k : t.kernels) {
       const std::string label = std::string(arch_info(k.arch).name) + " " + k.name;
       if (!filter.empty() && label.find(filter) == std::string::npos) continue;
-      const bool ok = k.lds_bytes == k.cfg.lds_bytes() && k.lds_bytes <= arch_info(k.arch).lds_limit;
+      const bool ok = k.lds_bytes == k.catalog_lds_bytes && k.lds_bytes <= arch_info(k.arch).lds_limit;
       rep.result(ok, label + ": LDS_BYTES matches schema.rs lds_bytes and the arch limit",
-                 std::to_string(k.lds_bytes) + " vs " + std::to_string(k.cfg.lds_bytes()));
+                 std::to_string(k.lds_bytes) + " vs " + std::to_string(k.catalog_lds_bytes));
     }
   }
   parallel((int)jobs.size(), threads, [&](int i) {
@@ -564,7 +564,7 @@ int main(int argc, char** argv) {
       for (auto* j : g) {
         fails += j->fails;
         by.insert(j->by.begin(), j->by.end());
-        detail += (detail.empty() ? "" : ", ") + j->k->cfg.name(0).substr(16) + " " + std::to_string(j->fails) + "/" +
+        detail += (detail.empty() ? "" : ", ") + j->k->name.substr(16) + " " + std::to_string(j->fails) + "/" +
                   std::to_string(j->runs);
       }
       std::string checks;

@@ -5,7 +5,7 @@
 
 constexpr bool HAS_CLUSTERS = false;
 constexpr int MAX_CLUSTER = 1;
-constexpr int SM_LDS_BYTES = 64 << 10;  // unused without clusters
+constexpr int SM_LDS_BYTES = 0;  // unused without clusters (schema.rs TARGETS: sm_lds 0)
 constexpr int LDS_RESERVED_PER_CTA = 0;
 SK_DEVICE u32 cluster_rank() { return 0; }
 SK_DEVICE void cluster_sync() {}

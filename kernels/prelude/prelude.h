@@ -5,6 +5,9 @@
 //   target_nvptx.h  — sm_90 (PTX through clang's CUDA mode, no CUDA headers)
 //   target_amdgcn.h — gfx942 / gfx950 (HIP mode, -nogpulib -nogpuinc)
 //   target_host.h   — the host, for the wave-level emulator (no GPU code)
+// with the pieces two of them share written once: amd_layouts.h and amd_sync.h
+// (the AMD device and host targets), scoped_atomics.h (the two GPU targets),
+// no_clusters.h (targets without thread-block clusters).
 //
 // Vocabulary: lane/wave/workgroup ids, barriers, LDS, 16-byte global loads,
 // asynchronous global->LDS copies (copy_async: each target uses either the

@@ -55,31 +55,8 @@ SK_DEVICE void copy_wait() {
 
 // ---- split-K handshake: agent-scope release/acquire (MI300's XCDs have their
 // own L2s: release writes back L2 (buffer_wbl2 sc1), acquire invalidates (buffer_inv sc1)).
-SK_DEVICE void fence_release_device() { __scoped_atomic_thread_fence(__ATOMIC_RELEASE, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE void fence_acquire_device() { __scoped_atomic_thread_fence(__ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
-  return __scoped_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __MEMORY_SCOPE_DEVICE);
-}
-SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
-// No programmatic dependent launch: stream order alone orders kernels.
-SK_DEVICE void pdl_launch_dependents() {}
-SK_DEVICE void pdl_wait() {}
-SK_DEVICE void prefetch_l2(const void*, u32) {}
-#include "no_clusters.h"
-// Split-K arrival. Every thread releases its own slot writes (vmcnt, and so the
-// wait in the release sequence, is per wave), the CTA barrier gathers them, one
-// agent-scope atomic counts the arrival, and in the last CTA every thread
-// acquires (buffer_inv sc1) before reading other CTAs' slots.
-SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
-  fence_release_device();
-  barrier();
-  if (tid == 0) *flag = atomic_add_device(counter, 1u) == splits - 1;
-  barrier();
-  if (!*flag) return false;
-  fence_acquire_device();
-  return true;
-}
+#include "scoped_atomics.h"
+#include "amd_sync.h"
 SK_DEVICE void store_partial(float* p, f32x4 v) { *(f32x4*)p = v; }
 
 

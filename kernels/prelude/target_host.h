@@ -13,10 +13,12 @@
 // run directly on host memory.
 //
 // The lane layouts, swizzles and constants are the device's own (amd_layouts.h,
-// included by both). What this header mirrors — the instruction sequences of the
-// atom, the copy, the wait and arrive_last — is checked against target_amdgcn.h by
-// emu/ (it compiles emu/probe/ for gfx942/gfx950 with clang and compares the LLVM IR
-// with what this header does): keep those textually parallel.
+// included by both), and so are the no-PDL stand-ins and the split-K arrival
+// sequence (amd_sync.h, written on top of the hooks). What this header mirrors — the
+// instruction sequences of the atom, the copy and the wait, and the fences and
+// atomics under arrive_last — is checked against target_amdgcn.h by emu/ (it
+// compiles emu/probe/ for gfx942/gfx950 with clang and compares the LLVM IR with
+// what this header does): keep those textually parallel.
 #pragma once
 
 #define SK_DEVICE SK_INLINE
@@ -104,21 +106,8 @@ SK_DEVICE f32x4 load_partial(const float* p) {
   return v;
 }
 SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v); }
-// No programmatic dependent launch: stream order alone orders kernels.
-SK_DEVICE void pdl_launch_dependents() {}
-SK_DEVICE void pdl_wait() {}
-SK_DEVICE void prefetch_l2(const void*, u32) {}
-#include "no_clusters.h"
-// Split-K arrival: the same sequence as target_amdgcn.h (checked by emu/).
-SK_DEVICE bool arrive_last(u32* counter, u32 splits, int tid, u32* flag) {
-  fence_release_device();
-  barrier();
-  if (tid == 0) *flag = atomic_add_device(counter, 1u) == splits - 1;
-  barrier();
-  if (!*flag) return false;
-  fence_acquire_device();
-  return true;
-}
+// No PDL, no clusters, and the split-K arrival: target_amdgcn.h's own header.
+#include "amd_sync.h"
 
 // ---- the matrix atom: same layouts and instruction sequence as target_amdgcn.h ----
 

@@ -1,5 +1,6 @@
 // sm_90 pieces of the prelude (clang CUDA mode, -nocudainc: builtins and inline PTX only).
 #pragma once
+#include "../gemm_params.h"  // TensorMap, the tensor-copy operand
 
 #define SK_DEVICE __attribute__((device)) SK_INLINE
 #define SK_KERNEL(threads) extern "C" __attribute__((global)) __attribute__((launch_bounds(threads)))
@@ -56,16 +57,7 @@ template <int PENDING, int COPIES_PER_STAGE>
 SK_DEVICE void copy_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory"); }
 
 // ---- split-K handshake: device-scope release/acquire ----
-SK_DEVICE void fence_release_device() { __scoped_atomic_thread_fence(__ATOMIC_RELEASE, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE void fence_acquire_device() { __scoped_atomic_thread_fence(__ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE); }
-SK_DEVICE u32 atomic_add_device(u32* p, u32 v) {
-  return __scoped_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __MEMORY_SCOPE_DEVICE);
-}
-SK_DEVICE void atomic_store_device(u32* p, u32 v) { __scoped_atomic_store_n(p, v, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE); }
-// Partials written by other CTAs. Plain loads: after the acquire fence the PTX
-// memory model makes the releasing CTAs' writes visible to them, and, unlike
-// volatile asm, they can all be in flight at once.
-SK_DEVICE f32x4 load_partial(const float* p) { return *(const f32x4*)p; }
+#include "scoped_atomics.h"
 // Split-K arrival. The CTA barrier orders every thread's slot writes before
 // thread 0's device-scope release (PTX release is cumulative over what the
 // barrier made visible to it); thread 0's acquire plus the second barrier order
@@ -332,12 +324,9 @@ SK_WGMMA_SHAPE(128, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,
 #undef SK_F8
 
 // ---- tensor memory accelerator (sm_90) ----
-// A CUtensorMap encoded on the host (cuTensorMapEncodeTiled), passed by value as a
+// A CUtensorMap encoded on the host (TensorMap, gemm_params.h), passed by value as a
 // __grid_constant__ kernel parameter so its address is a param-space address the
 // TMA unit reads (never a local copy).
-struct alignas(64) TensorMap {
-  u64 opaque[16];
-};
 #define SK_GRID_CONSTANT __attribute__((grid_constant))
 SK_DEVICE void tensormap_prefetch(const TensorMap* m) { asm volatile("prefetch.tensormap [%0];" :: "l"(m) : "memory"); }
 // L2 policy for a tensor load: weights are streamed once, activations re-read by

@@ -63,8 +63,9 @@ impl Family {
         }
     }
     /// The matrix atom of the family on a target: (weight rows, tokens, k per step);
-    /// mirrors DenseAtom (splitk_gemm.h) and VdAtom (vdmfma_gemm.h) with the
-    /// prelude's ATOM_TOKS and VD_* constants, and wgmma.m64nNk16 (per warpgroup).
+    /// DenseAtom (splitk_gemm.h) and VdAtom (vdmfma_gemm.h) with the prelude's
+    /// ATOM_TOKS and VD_* constants (build.rs static_asserts both per target), and
+    /// wgmma.m64nNk16 (per warpgroup).
     pub fn atom(self, t: &TargetFacts) -> (u32, u32, u32) {
         match self {
             Family::Splitk => (16, t.atom_toks, 32),
@@ -103,13 +104,16 @@ pub struct KernelConfig {
 
 /// Largest thread-block cluster on sm_90 (16 is "non-portable": it may not fit
 /// every launch, so only measured tuning entries use more than 8). The kernels'
-/// `MAX_CLUSTER` (prelude/target_nvptx.h) must agree: they tell the compiler that no
-/// cluster is larger (engine.rs caps the split here; a test ties the two).
+/// `MAX_CLUSTER` (prelude/target_nvptx.h) is static_asserted equal by build.rs: they
+/// tell the compiler that no cluster is larger (engine.rs caps the split here).
 pub const MAX_CLUSTER_SPLIT: u32 = 16;
 /// Largest portable cluster: what the fallback may choose without a measurement.
 pub const PORTABLE_CLUSTER_SPLIT: u32 = 8;
 
-/// Target facts the config rules need (mirrors kernels/prelude/target_*.h).
+/// Target facts the config rules need. Those the preludes define too (WAVE,
+/// ATOM_TOKS, COPY_BYTES, COPY_BY_WAVE = amd, HAS_CLUSTERS = !amd, VD_ROWS, VD_K,
+/// SM_LDS_BYTES, LDS_RESERVED_PER_CTA) are static_asserted against
+/// kernels/prelude/target_*.h by build.rs, in every target's generated instances.
 #[derive(Clone, Copy, Debug)]
 pub struct TargetFacts {
     pub name: &'static str,
@@ -117,6 +121,8 @@ pub struct TargetFacts {
     pub atom_toks: u32,
     pub lds_limit: u32,
     pub amd: bool,
+    /// Bytes per lane of one asynchronous global-to-LDS copy (COPY_BYTES).
+    pub copy_bytes: u32,
     /// The sparse instruction's weight rows (VD_ROWS) and the VDMFMA atom's k per
     /// step (VD_K).
     pub vd_rows: u32,
@@ -128,9 +134,9 @@ pub struct TargetFacts {
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0 },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0 },
-    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024 },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0 },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0 },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024 },
 ];
 
 /// gemm_common.h's lds_spare: the LDS bytes a kernel using `base` bytes per CTA can
@@ -153,14 +159,16 @@ impl KernelConfig {
     pub fn waves(&self) -> u32 {
         self.warps.iter().product()
     }
-    /// Threads per CTA: the waves, plus the producer warp of a TMA-fed kernel.
+    /// Threads per CTA: the waves, plus the producer warp of a TMA-fed kernel
+    /// (the kernel class's THREADS; build.rs static_asserts the two equal).
     pub fn threads(&self, t: &TargetFacts) -> u32 {
         (self.waves() + u32::from(self.tma)) * t.wave
     }
     /// LDS bytes the kernel uses: SplitK::LDS_BYTES in splitk_gemm.h (both
     /// mma.sync families, whose atoms leave 4 outputs per lane), WgmmaSplitK::LDS_BYTES
     /// in wgmma_gemm.h (no K-slice reduction; two mbarriers per stage with TMA; 1 KiB
-    /// to align the swizzle atoms).
+    /// to align the swizzle atoms). build.rs static_asserts the two equal for every
+    /// compiled kernel; sm_90 launches are sized by this.
     pub fn lds_bytes(&self, t: &TargetFacts) -> u32 {
         let row = self.tile_k * 2;
         let w = if self.b_to_lds { self.tile_n * row } else { 0 };
@@ -245,8 +253,7 @@ impl KernelConfig {
             return err("LDS over the arch limit");
         }
         if t.amd {
-            let copy = if t.name == "gfx950" { 16 } else { 4 };
-            let group = t.wave * copy;
+            let group = t.wave * t.copy_bytes;
             if !(self.tile_n * self.tile_k * 2).is_multiple_of(group) {
                 return err("weight stage must be whole copy instructions");
             }

@@ -1,6 +1,7 @@
 //! Static audit of the embedded device code (`skinnylt audit`, and a CI test).
 //!
-//! AMD code objects are read with LLVM's tools (found like the build's clang):
+//! AMD code objects are read with LLVM's tools, from the installation of the clang
+//! that built them (`crate::kernels::tool`):
 //! every kernel must contain the matrix instructions of its family (dense MFMA for
 //! split-K, v_smfmac for VDMFMA), use no scratch (private segment 0), keep LDS
 //! within the arch limit, and leave room for at least two waves per SIMD (arch VGPRs
@@ -12,7 +13,7 @@ use std::process::Command;
 
 use skinnylt::gpu::Arch;
 use skinnylt::kernels::{self, ArchKernels};
-use skinnylt::tuning::schema::Family;
+use skinnylt::tuning::schema::{self, Family};
 
 /// One kernel's audit result.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -29,20 +30,15 @@ pub struct KernelAudit {
     pub problems: Vec<String>,
 }
 
-/// First tool of `names` (with LLVM version suffixes tried newest first) that runs.
+/// An LLVM tool of the installation whose clang built the code objects, if it runs.
 pub fn find_llvm_tool(base: &str) -> Option<String> {
-    let mut c = Vec::new();
-    if let Ok(p) = std::env::var(format!("SKINNYLT_{}", base.to_uppercase().replace('-', "_"))) {
-        c.push(p);
-    }
-    if let Ok(r) = std::env::var("ROCM_PATH") {
-        c.push(format!("{r}/llvm/bin/{base}"));
-    }
-    for v in (19..=30).rev() {
-        c.push(format!("{base}-{v}"));
-    }
-    c.push(base.to_owned());
-    c.into_iter().find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+    let path = crate::kernels::tool(base)?;
+    let runs = Command::new(&path).arg("--version").output().is_ok_and(|o| o.status.success());
+    runs.then(|| path.display().to_string())
+}
+
+fn llvm_tool(base: &str) -> Result<String, String> {
+    find_llvm_tool(base).ok_or_else(|| format!("{base} not found beside {}, the clang that built the kernels (install its LLVM tools, e.g. llvm-22)", kernels::CLANG))
 }
 
 fn write_temp(name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
@@ -87,8 +83,7 @@ fn count_matrix_ops(arch: Arch, family: Option<Family>, line: &str) -> bool {
 
 /// Audits an AMD code object.
 fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
-    let readelf = find_llvm_tool("llvm-readelf").ok_or("llvm-readelf not found (install llvm-22)")?;
-    let objdump = find_llvm_tool("llvm-objdump").ok_or("llvm-objdump not found (install llvm-22)")?;
+    let (readelf, objdump) = (llvm_tool("llvm-readelf")?, llvm_tool("llvm-objdump")?);
     let path = write_temp(ak.arch.name(), ak.image)?;
     let p = path.to_string_lossy().into_owned();
     let notes = run(&readelf, &["--notes", &p])?;
@@ -135,7 +130,7 @@ fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
             *counts.entry(func.clone()).or_default() += 1;
         }
     }
-    let lds_limit = skinnylt::tuning::schema::target(ak.arch.name()).expect("every arch has target facts").lds_limit;
+    let lds_limit = schema::target(ak.arch.name()).ok_or("no target facts")?.lds_limit;
     for m in &mut metas {
         m.matrix_ops = counts.get(&m.name).copied().unwrap_or(0);
         // Unified 512-entry register file per lane; allocation granule 8.

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod gpu;
 pub mod grid;
 pub mod info;
+pub mod kernels;
 pub mod progress;
 pub mod reference;
 pub mod tune;

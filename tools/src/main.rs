@@ -7,11 +7,12 @@
 //! * `check` — the GPU correctness suite (public grid, odd shapes, determinism,
 //!   graph replay, concurrent streams);
 //! * `audit` — the static audit of the embedded device code;
+//! * `kernels` — the embedded kernel catalog, or the toolchain that built it;
 //! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs;
 //! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file.
 
 
-use skinnylt_tools::{audit, bench, check, demo, info, tune};
+use skinnylt_tools::{audit, bench, check, demo, info, kernels, tune};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -31,6 +32,9 @@ enum Cmd {
     Check(check::Args),
     /// Static audit of the embedded gfx942/gfx950 code objects and sm_90 PTX.
     Audit,
+    /// List the embedded kernels (every template parameter, LDS bytes, threads), or
+    /// with --toolchain the compiler that built them.
+    Kernels(kernels::Args),
     /// Time skinnylt and the vendor library side by side (needs a GPU).
     Bench(bench::Args),
     /// Measure every kernel config per shape and write tuning/<arch>.json (needs a GPU).
@@ -51,6 +55,7 @@ fn main() {
         Cmd::Demo(a) => demo::run(&a),
         Cmd::Check(a) => check::run(&a),
         Cmd::Audit => audit(),
+        Cmd::Kernels(a) => kernels::run(&a),
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Tune(a) => tune::run(&a),
         Cmd::Plot(a) => bench::plot(&a),

@@ -1,5 +1,6 @@
 //! The static audit of the embedded device code, as a test (needs LLVM's
-//! llvm-readelf and llvm-objdump, which CI installs with llvm-22).
+//! llvm-readelf and llvm-objdump of the installation whose clang built the kernels,
+//! which CI installs with llvm-22).
 
 #[test]
 fn every_embedded_kernel_passes_the_audit() {
@@ -16,8 +17,9 @@ fn every_embedded_kernel_passes_the_audit() {
     assert!(rows.iter().filter(|r| r.arch != "sm90").all(|r| r.vgprs > 0 && r.lds > 0 && r.matrix_ops > 0));
 }
 
-/// The Rust mirror of SplitK::LDS_BYTES (used to size NVIDIA launches) agrees with
-/// what the compiler put in every AMD code object's metadata.
+/// KernelConfig::lds_bytes (used to size NVIDIA launches) is static_asserted equal
+/// to every kernel class's LDS_BYTES by build.rs, on every arch; here it is also
+/// compared with what the compiler put in every AMD code object's metadata.
 #[test]
 fn lds_size_formula_matches_the_code_objects() {
     let (rows, _) = skinnylt_tools::audit::audit_all(true).expect("audit");
@@ -27,5 +29,19 @@ fn lds_size_formula_matches_the_code_objects() {
             let r = rows.iter().find(|r| r.name == k.name).unwrap();
             assert_eq!(r.lds, k.config.lds_bytes(&t), "{}", k.name);
         }
+    }
+}
+
+/// The audit reads the code objects with the LLVM tools of the installation whose
+/// clang built them (build.rs's finder is the only one).
+#[test]
+fn the_llvm_tools_come_from_the_building_clang() {
+    let clang = std::path::Path::new(skinnylt::kernels::CLANG);
+    assert!(clang.is_absolute() && clang.is_file(), "{}", clang.display());
+    let dirs = [clang.parent().map(ToOwned::to_owned), std::fs::canonicalize(clang).ok().and_then(|c| c.parent().map(ToOwned::to_owned))];
+    for tool in ["llvm-readelf", "llvm-objdump"] {
+        let path = skinnylt_tools::audit::find_llvm_tool(tool).expect(tool);
+        let dir = std::path::Path::new(&path).parent().map(ToOwned::to_owned);
+        assert!(dirs.contains(&dir), "{path} is not beside {}", clang.display());
     }
 }

@@ -1,6 +1,9 @@
 //! The kernels compiled into this library: one code object per arch (HSACO for
 //! gfx942/gfx950, PTX for sm_90), built by build.rs from `kernels/` and embedded,
-//! with the list of entry points each contains.
+//! with the list of entry points each contains, and the arguments they take
+//! (`params`, the kernel ABI).
+
+pub mod params;
 
 use crate::gpu::Arch;
 use crate::tuning::schema::{DType, KernelConfig};
@@ -42,5 +45,33 @@ pub fn index_of(arch: Arch, dtype: DType, config: &KernelConfig) -> Option<usize
     for_arch(arch).kernels.iter().position(|k| k.dtype == dtype && k.config == *config)
 }
 
-/// The clang that built the code objects (for `skinnylt info` / audit).
+/// The clang that built the code objects: its `--version` line (for `skinnylt info`).
 pub const BUILT_WITH: &str = generated::BUILT_WITH;
+/// The same clang's path, as build.rs found it (`SKINNYLT_CLANG`, `$ROCM_PATH`, or the
+/// newest on PATH), made absolute: the tools that read or rebuild the device code
+/// (the audit's LLVM tools, the emulator's clang++) come from its installation.
+pub const CLANG: &str = generated::CLANG;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tuning::schema;
+
+    #[test]
+    fn every_arch_is_built() {
+        assert_eq!(all().len(), Arch::ALL.len());
+    }
+
+    /// Every catalog entry's name is its config's, and its config passes the
+    /// target's rules (as build.rs required before compiling it).
+    #[test]
+    fn the_catalog_is_consistent() {
+        for ak in all() {
+            let t = schema::target(ak.arch.name()).unwrap();
+            for k in ak.kernels {
+                assert_eq!(k.name, k.config.name(k.dtype));
+                assert_eq!(k.config.check(&t), Ok(()));
+            }
+        }
+    }
+}

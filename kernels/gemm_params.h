@@ -1,0 +1,63 @@
+// The kernel ABI: what the host hands every skinnylt kernel. Shared by the device
+// code (gemm_common.h), the wave-level emulator's host code (emu/) and any C or C++
+// tool; self-contained (standard fixed-width types, no prelude).
+//
+// The Rust side is src/kernels/params.rs. build.rs writes, into every target's
+// generated instance file, static_asserts of the size and alignment of each struct,
+// the offset and size of every field, the field count and the flag values, with the
+// numbers taken from the Rust definitions: a mismatch fails the build on every arch.
+//
+// Include it at global scope: the emulator includes the kernel source inside a
+// namespace per target, after this header (the include guard then skips it there).
+#ifndef SKINNYLT_GEMM_PARAMS_H
+#define SKINNYLT_GEMM_PARAMS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define SK_ABI_ALIGNAS(n) alignas(n)
+#else
+#define SK_ABI_ALIGNAS(n) _Alignas(n)
+#endif
+
+// Kernel arguments, passed by value.
+typedef struct GemmParams {
+  const uint16_t* w;     // W(n, k) at w[n * ldw + k]
+  const uint16_t* x;     // X(t, k) at x[t * ldx + k]
+  uint16_t* y;           // Y(t, n) at y[t * ldy + n]
+  const uint16_t* bias;  // bias[n], or null
+  float* partials;       // split-K slots: [tiles][SPLIT_K][TILE_M * TILE_N] fp32
+  uint32_t* counters;    // arrivals per tile; 0 between launches
+  const void* zeros;     // >= 16 zero bytes (source for masked copies on AMD)
+  int64_t ldw, ldx, ldy;
+  int32_t m, n, k;
+  float alpha;
+  int32_t split_k;
+  // Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
+  // PDL_PREFETCH_X) each CTA prefetches into L2 before waiting on the previous
+  // kernel (0: none), and PDL_* flags.
+  int32_t prefetch_row_bytes;
+  int32_t pdl_flags;
+} GemmParams;
+
+// Bits of GemmParams::pdl_flags. PDL_TRIGGER: let the PDL successor launch
+// (pdl_flags >> PDL_LEAD_SHIFT) K blocks before the end of our main loop (0 = after
+// it; a lead past the start = at the start), so its prefetch overlaps our tail
+// rather than our streaming. Without it, the successor may launch only as our CTAs
+// exit (the implicit trigger). PDL_PREFETCH_X: prefetch the activations too.
+enum { PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8 };
+
+// A tensor map for the tensor memory accelerator (CUtensorMap, sm_90): 128 opaque
+// bytes the driver encodes (cuTensorMapEncodeTiled), passed by value.
+typedef struct TensorMap {
+  SK_ABI_ALIGNAS(64) uint64_t opaque[16];
+} TensorMap;
+
+// The second kernel argument of the TMA-fed kernels (wgmma_gemm.h), a
+// __grid_constant__ parameter: W as [N rows][K] with 64 x TILE_N boxes, X as
+// [M rows][K] with 64 x TILE_M boxes, both 128-B swizzled.
+typedef struct TmaMaps {
+  TensorMap w, x;
+} TmaMaps;
+
+#endif  // SKINNYLT_GEMM_PARAMS_H

@@ -1,0 +1,115 @@
+//! The kernel ABI on the Rust side: the arguments every kernel takes
+//! (`GemmParams`, and `TmaMaps` for the TMA-fed ones) and the bits of
+//! `GemmParams::pdl_flags`. The C side is `kernels/gemm_params.h`, shared by the
+//! device code, the emulator and C++ tools.
+//!
+//! These definitions are the numbers the build checks against: build.rs includes
+//! this file and writes, into every target's generated instance file, static_asserts
+//! of each struct's size and alignment, every field's offset and size (`FIELDS`), the
+//! field count and the flag values. Depends on `core` only (build.rs compiles it).
+
+/// Defines an ABI struct and `FIELDS`: every field's (name, offset, size), in
+/// declaration order, so that the build's check covers exactly the fields declared.
+macro_rules! abi_struct {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+        impl $name {
+            /// Every field: (name, byte offset, byte size), in declaration order.
+            pub const FIELDS: &'static [(&'static str, usize, usize)] =
+                &[$((stringify!($field), core::mem::offset_of!($name, $field), core::mem::size_of::<$ty>()),)*];
+        }
+    };
+}
+
+abi_struct! {
+    /// Kernel arguments, passed by value (`GemmParams` in kernels/gemm_params.h).
+    /// Device pointers are carried as `u64`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    pub struct GemmParams {
+        /// W(n, k) at w[n * ldw + k].
+        pub w: u64,
+        /// X(t, k) at x[t * ldx + k].
+        pub x: u64,
+        /// Y(t, n) at y[t * ldy + n].
+        pub y: u64,
+        /// bias[n], or 0.
+        pub bias: u64,
+        /// Split-K slots: [tiles][split_k][tile_m * tile_n] fp32.
+        pub partials: u64,
+        /// Arrivals per tile; 0 between launches.
+        pub counters: u64,
+        /// At least 16 zero bytes (the source of masked copies on AMD).
+        pub zeros: u64,
+        pub ldw: i64,
+        pub ldx: i64,
+        pub ldy: i64,
+        pub m: i32,
+        pub n: i32,
+        pub k: i32,
+        pub alpha: f32,
+        pub split_k: i32,
+        /// Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
+        /// `PDL_PREFETCH_X`) each CTA prefetches into L2 before waiting on the
+        /// previous kernel (0: none).
+        pub prefetch_row_bytes: i32,
+        /// `PDL_*` flags.
+        pub pdl_flags: i32,
+    }
+}
+
+/// Bits of `GemmParams::pdl_flags`: let the PDL successor launch
+/// `pdl_flags >> PDL_LEAD_SHIFT` K blocks before the end of the main loop (0 = after
+/// it) instead of only as the CTAs exit.
+pub const PDL_TRIGGER: i32 = 1;
+/// Prefetch the activations into L2 too, not only the weights.
+pub const PDL_PREFETCH_X: i32 = 2;
+/// Where the trigger's lead (0..=255 K blocks) sits in `pdl_flags`.
+pub const PDL_LEAD_SHIFT: i32 = 8;
+/// Every flag constant with its C name, for the build's check.
+pub const PDL_FLAGS: [(&str, i32); 3] = [("PDL_TRIGGER", PDL_TRIGGER), ("PDL_PREFETCH_X", PDL_PREFETCH_X), ("PDL_LEAD_SHIFT", PDL_LEAD_SHIFT)];
+
+/// A tensor map for the tensor memory accelerator (`CUtensorMap`, sm_90): 128 opaque
+/// bytes the driver encodes, passed by value as a kernel parameter (`TensorMap` in
+/// kernels/gemm_params.h).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+pub struct TensorMap(pub [u64; 16]);
+
+abi_struct! {
+    /// The second kernel argument of TMA-fed kernels (`TmaMaps` in
+    /// kernels/gemm_params.h): W as N rows of K, X as M rows of K.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct TmaMaps {
+        pub w: TensorMap,
+        pub x: TensorMap,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `FIELDS` lists every field once, contiguously up to padding, in the
+    /// declared order: what build.rs turns into the device-side checks.
+    #[test]
+    fn fields_tile_the_structs() {
+        for (fields, size, align) in [
+            (GemmParams::FIELDS, size_of::<GemmParams>(), align_of::<GemmParams>()),
+            (TmaMaps::FIELDS, size_of::<TmaMaps>(), align_of::<TmaMaps>()),
+        ] {
+            let mut end = 0;
+            for &(name, offset, bytes) in fields {
+                assert!(offset >= end && offset - end < align, "{name} at {offset}");
+                end = offset + bytes;
+            }
+            assert!(size >= end && size - end < align);
+        }
+        assert_eq!((size_of::<GemmParams>(), GemmParams::FIELDS.len()), (112, 17));
+        assert_eq!((size_of::<TmaMaps>(), align_of::<TmaMaps>()), (256, 64));
+    }
+}
