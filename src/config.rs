@@ -14,6 +14,7 @@
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
 //! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | PDL knobs, measured defaults (docs/design.md) |
 
+use crate::kernels::params::{PDL_LEAD_SHIFT, PDL_PREFETCH_X, PDL_TRIGGER};
 use crate::log::Level;
 
 #[derive(Clone, Debug)]
@@ -39,14 +40,10 @@ pub struct Config {
     pub pdl_flags: i32,
 }
 
-/// Bits of `pdl_flags` (mirrored by `PDL_*` in kernels/splitk_gemm.h).
-pub const PDL_TRIGGER: i32 = 1;
-pub const PDL_PREFETCH_X: i32 = 2;
-/// Bits 8..15: how many K blocks before the end of its main loop a kernel lets the
-/// next one launch (`SKINNYLT_PDL_LEAD`; 0 = after the loop).
-pub const PDL_LEAD_SHIFT: i32 = 8;
 pub const DEFAULT_PDL_PREFETCH_ROW_BYTES: i32 = 1024;
-/// Measured on H100 (docs/design.md): 8 blocks before the end.
+/// How many K blocks before the end of its main loop a kernel lets the next one
+/// launch (`SKINNYLT_PDL_LEAD`; 0 = after the loop). Measured on H100
+/// (docs/design.md): 8 blocks before the end.
 pub const DEFAULT_PDL_LEAD: i32 = 8;
 
 pub const DEFAULT_MAX_M: u64 = 128;

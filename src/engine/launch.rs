@@ -4,42 +4,11 @@
 use std::ffi::c_void;
 
 use super::{Call, Device, Engine, Error, Plan};
-use crate::gpu::{Function, LaunchConfig, TensorMap, Tile2d};
+use crate::gpu::{Function, LaunchConfig, Tile2d};
+use crate::kernels::params::{GemmParams, TmaMaps};
 use crate::kernels;
 use crate::route::Problem;
 use crate::tuning::schema::KernelConfig;
-
-/// Kernel arguments; mirrors `GemmParams` in kernels/gemm_common.h.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GemmParams {
-    pub w: u64,
-    pub x: u64,
-    pub y: u64,
-    pub bias: u64,
-    pub partials: u64,
-    pub counters: u64,
-    pub zeros: u64,
-    pub ldw: i64,
-    pub ldx: i64,
-    pub ldy: i64,
-    pub m: i32,
-    pub n: i32,
-    pub k: i32,
-    pub alpha: f32,
-    pub split_k: i32,
-    pub prefetch_row_bytes: i32,
-    pub pdl_flags: i32,
-}
-
-/// The second kernel argument of TMA-fed kernels; mirrors `TmaMaps` in
-/// kernels/wgmma_gemm.h.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct TmaMaps {
-    pub w: TensorMap,
-    pub x: TensorMap,
-}
 
 /// Everything one runtime launch needs.
 #[derive(Clone, Copy, Debug)]
@@ -144,8 +113,8 @@ impl Device {
             None => 1,
         };
         // SAFETY: every kernel of the catalog takes `GemmParams` by value, and the
-        // TMA-fed ones `TmaMaps` after it (build.rs checks both layouts against the
-        // device code); both live in `l` for the duration of the call.
+        // TMA-fed ones `TmaMaps` after it (the build checks both layouts against
+        // kernels/gemm_params.h on every arch); both live in `l` for the call.
         unsafe { self.rt.launch(self.ctx, l.function, &l.cfg, &mut args[..count]) }.map_err(Error::Launch)
     }
 }
@@ -153,18 +122,6 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn params_layout_matches_the_device_struct() {
-        assert_eq!(std::mem::size_of::<GemmParams>(), 112);
-        assert_eq!(std::mem::offset_of!(GemmParams, ldw), 56);
-        assert_eq!(std::mem::offset_of!(GemmParams, m), 80);
-        assert_eq!(std::mem::offset_of!(GemmParams, alpha), 92);
-        assert_eq!(std::mem::offset_of!(GemmParams, split_k), 96);
-        assert_eq!(std::mem::offset_of!(GemmParams, prefetch_row_bytes), 100);
-        assert_eq!(std::mem::offset_of!(GemmParams, pdl_flags), 104);
-        assert!(std::mem::size_of::<TmaMaps>() == 256 && std::mem::align_of::<TmaMaps>() == 64);
-    }
 
     /// The tensor views of a TMA-fed kernel: W by its rows of K with the tile's
     /// weight rows per box, X by its token rows; a single token row gets a packed

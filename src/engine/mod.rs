@@ -18,7 +18,7 @@
 mod launch;
 mod plan;
 
-pub use launch::{GemmParams, Launch, TmaMaps, tma_tiles};
+pub use launch::{Launch, tma_tiles};
 pub use plan::{MAX_TILES, Plan, Target, choose, plan};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -175,11 +175,8 @@ pub struct Function(pub *mut c_void);
 /// Device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevPtr(pub u64);
-/// A tensor map for the tensor memory accelerator (`CUtensorMap`, sm_90): 128 opaque
-/// bytes the driver encodes, passed by value as a kernel parameter.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug)]
-pub struct TensorMap(pub [u64; 16]);
+/// A tensor map for the tensor memory accelerator (sm_90), as kernels take it.
+pub use crate::kernels::params::TensorMap;
 
 /// A tiled 2-D view of a row-major matrix of 16-bit elements, copied by boxes of
 /// `box_cols` x `box_rows` into the 128-B swizzled shared-memory layout.
