@@ -77,6 +77,7 @@ impl Real {
 }
 
 impl Mode {
+    #[inline]
     pub fn real(&self) -> Option<&Real> {
         match self {
             Mode::Interposed(r) => Some(r),
@@ -96,6 +97,7 @@ impl Mode {
 static PROCESS: OnceLock<Process> = OnceLock::new();
 
 /// The process state, made on first use.
+#[inline]
 pub fn get() -> &'static Process {
     PROCESS.get_or_init(Process::from_env)
 }
@@ -124,10 +126,16 @@ impl Process {
     /// The mode, decided on the first call that needs it. `None` only for a call
     /// made from inside that decision (a real library's initialiser calling a
     /// hipBLASLt function while it is being loaded), which cannot be served yet.
+    #[inline]
     pub fn mode(&'static self) -> Option<&'static Mode> {
-        if let Some(m) = self.mode.get() {
-            return Some(m);
+        match self.mode.get() {
+            Some(m) => Some(m),
+            None => self.decide_mode(),
         }
+    }
+
+    #[cold]
+    fn decide_mode(&'static self) -> Option<&'static Mode> {
         if DECIDING.with(Cell::get) {
             return None;
         }
@@ -145,6 +153,7 @@ impl Process {
     }
 
     /// Whether skinnylt may run GEMMs itself right now.
+    #[inline]
     pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
     }
@@ -154,6 +163,7 @@ impl Process {
     }
 
     /// What routing may assume about the process, in `mode`.
+    #[inline]
     pub fn policy(&self, mode: &Mode) -> Policy {
         Policy { enabled: self.enabled(), max_m: self.config.max_m, version: mode.abi_version() }
     }

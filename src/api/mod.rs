@@ -35,6 +35,7 @@ pub struct Cx {
 impl Cx {
     /// The process's context; `None` while the mode is being decided on this
     /// thread (a call from the real library's initialisers).
+    #[inline]
     pub fn get() -> Option<Cx> {
         let p = crate::process::get();
         Some(Cx { p, mode: p.mode()? })

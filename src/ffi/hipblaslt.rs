@@ -24,6 +24,7 @@ use crate::gpu;
 
 /// Runs `f` with the process context; a call made while this thread decides the
 /// mode (from the real library's initialisers) cannot be served yet.
+#[inline(always)]
 fn with_cx(f: impl FnOnce(Cx) -> Status) -> Status {
     guard(|| match Cx::get() {
         Some(cx) => f(cx),
@@ -151,28 +152,27 @@ pub unsafe extern "C" fn hipblasLtMatmul(
     workspace_size: usize,
     stream: Stream,
 ) -> Status {
-    with_cx(|cx| {
-        let m = MatmulArgs {
-            handle,
-            desc,
-            alpha: Scalar(alpha),
-            a: a as u64,
-            a_desc,
-            b: b as u64,
-            b_desc,
-            beta: Scalar(beta),
-            c: c as u64,
-            c_desc,
-            d: d as u64,
-            d_desc,
-            // SAFETY: the export's contract (module doc).
-            algo: unsafe { input(algo) },
-            workspace: workspace as u64,
-            workspace_size,
-            stream: gpu::Stream(stream),
-        };
-        api::matmul(cx, &m)
-    })
+    // Built once, outside the guard's closures, which then capture one reference.
+    let m = MatmulArgs {
+        handle,
+        desc,
+        alpha: Scalar(alpha),
+        a: a as u64,
+        a_desc,
+        b: b as u64,
+        b_desc,
+        beta: Scalar(beta),
+        c: c as u64,
+        c_desc,
+        d: d as u64,
+        d_desc,
+        // SAFETY: the export's contract (module doc).
+        algo: unsafe { input(algo) },
+        workspace: workspace as u64,
+        workspace_size,
+        stream: gpu::Stream(stream),
+    };
+    with_cx(|cx| api::matmul(cx, &m))
 }
 
 macro_rules! define_exports {
