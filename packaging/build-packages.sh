@@ -66,15 +66,9 @@ umask 022
 export LC_ALL=C
 
 # --------------------------------------------------------------------------
-# Metadata from Cargo.toml ([package] table only).
+# Metadata from Cargo.toml.
 # --------------------------------------------------------------------------
-cargo_field() {
-    awk -v key="$1" '
-        /^[ \t]*\[/ { sec = $0; gsub(/[ \t]/, "", sec); next }
-        sec == "[package]" && $0 ~ "^[ \t]*" key "[ \t]*=[ \t]*\"" {
-            sub(/^[^"]*"/, ""); sub(/"[ \t]*(#.*)?$/, ""); print; exit
-        }' "$ROOT/Cargo.toml"
-}
+. "$ROOT/packaging/metadata.sh"
 
 VERSION=$(cargo_field version)
 [ -n "$VERSION" ] || die "cannot read the package version from Cargo.toml"

@@ -132,13 +132,7 @@ else
     fail "build-packages.sh $build_args"; summary; exit 1
 fi
 
-cargo_field() {
-    awk -v key="$1" '
-        /^[ \t]*\[/ { sec = $0; gsub(/[ \t]/, "", sec); next }
-        sec == "[package]" && $0 ~ "^[ \t]*" key "[ \t]*=[ \t]*\"" {
-            sub(/^[^"]*"/, ""); sub(/"[ \t]*(#.*)?$/, ""); print; exit
-        }' "$ROOT/Cargo.toml"
-}
+. "$ROOT/packaging/metadata.sh"
 VERSION=$(cargo_field version)
 LIBVER=$(printf '%s\n' "$VERSION" | sed 's/[-+].*//')
 PKGVER=$(printf '%s\n' "$VERSION" | sed 's/-/~/')
