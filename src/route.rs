@@ -192,7 +192,7 @@ pub struct Call<'a> {
     pub beta: Option<f32>,
 }
 
-/// hipBLASLt version ranges where attributes 102/103 mean different things (§2.5).
+/// hipBLASLt version ranges where attributes 102/103 mean different things.
 fn versioned_102_is_scale_vector(v: i32) -> bool {
     (1000..100000).contains(&v) // ROCm 6.3 (0.10) and 6.4 (0.12)
 }
@@ -549,7 +549,7 @@ mod tests {
     const Y: u64 = 0x7200_0000;
     const BIAS: u64 = 0x7300_0000;
 
-    /// PyTorch's `F.linear(x[M,K], W[N,K], b)` as hipBLASLt sees it (§4.1).
+    /// PyTorch's `F.linear(x[M,K], W[N,K], b)` as hipBLASLt sees it.
     struct Linear {
         desc: DescState,
         a: LayoutState,

@@ -103,9 +103,9 @@ pub struct KernelConfig {
 }
 
 /// Largest thread-block cluster on sm_90 (16 is "non-portable": it may not fit
-/// every launch, so only measured tuning entries use more than 8). The kernels'
-/// `MAX_CLUSTER` (prelude/target_nvptx.h) is static_asserted equal by build.rs: they
-/// tell the compiler that no cluster is larger (engine.rs caps the split here).
+/// every launch, so only measured tuning entries use more than 8). The plan caps
+/// the split here, and the kernels tell the compiler no cluster is larger
+/// (`MAX_CLUSTER`, prelude/target_nvptx.h; the build asserts the two are equal).
 pub const MAX_CLUSTER_SPLIT: u32 = 16;
 /// Largest portable cluster: what the fallback may choose without a measurement.
 pub const PORTABLE_CLUSTER_SPLIT: u32 = 8;
