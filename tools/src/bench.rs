@@ -14,7 +14,10 @@
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
+use skinnylt::abi::Status;
+use skinnylt::engine::Device;
 use skinnylt::gpu::DeviceInfo;
 use skinnylt::route::DType;
 
@@ -99,8 +102,7 @@ impl Row {
 /// exit status: 0, 1 after its error, 2 when there is no GPU.
 pub fn on_gpu(cmd: &str, f: impl FnOnce(&'static Gpu) -> Result<(), String>) -> i32 {
     let Some(rt) = Gpu::get() else {
-        eprintln!("skinnylt {cmd} needs a GPU: none found (looked for the HIP runtime, libamdhip64, and the CUDA driver, libcuda, with a device)");
-        return 2;
+        return no_gpu(cmd);
     };
     match f(rt) {
         Ok(()) => 0,
@@ -109,6 +111,13 @@ pub fn on_gpu(cmd: &str, f: impl FnOnce(&'static Gpu) -> Result<(), String>) -> 
             1
         }
     }
+}
+
+/// What a GPU command (`bench`, `tune`, `check`) says on a machine without a GPU,
+/// and its exit status, 2.
+pub fn no_gpu(cmd: &str) -> i32 {
+    eprintln!("skinnylt {cmd} needs a GPU: none found (looked for the HIP runtime, libamdhip64, and the CUDA driver, libcuda, with a device)");
+    2
 }
 
 /// "N SMs" (NVIDIA) or "N CUs" (AMD).
@@ -126,6 +135,9 @@ fn parse_shape(s: &str) -> Result<Shape, String> {
     Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
 }
 
+/// The workspace every measured call gets, skinnylt's and the vendor's (the
+/// vendor's heuristic is asked for algorithms that fit in it).
+pub const WORKSPACE_BYTES: usize = 32 << 20;
 
 /// One shape's inputs for timing with cold weights: `sets` copies of the weights
 /// (together more than 3x the L2), activations and outputs per set, and a bias.
@@ -165,6 +177,78 @@ impl<'a> ColdSets<'a> {
         cu.htod(db.1, &bias)?;
         cu.sync(s)?;
         Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db })
+    }
+
+    /// The weights, activations and output of call `c` of a graph: the sets in
+    /// turn, so that each call reads weights the previous ones left out of the L2.
+    pub fn set(&self, c: usize) -> (u64, u64, u64) {
+        let j = c % self.sets;
+        (self.w[j].1, self.xs[j].1, self.ys[j].1)
+    }
+}
+
+/// What a measuring command (`bench`, `tune`) opens before its first shape, in
+/// this order: device 0, made current; the vendor library; a stream; the copy
+/// bandwidth measured on that stream.
+pub struct Rig<'a> {
+    pub cu: &'a Gpu,
+    pub lt: Box<dyn Vendor>,
+    pub dev: Arc<Device>,
+    pub s: *mut c_void,
+    /// Bytes read + written per second of a large device copy.
+    pub bw: f64,
+}
+
+impl<'a> Rig<'a> {
+    pub fn open(cu: &'a Gpu) -> Result<Rig<'a>, String> {
+        let dev = skinnylt::engine::device(0)?;
+        cu.make_current(dev.ctx)?;
+        let lt = vendor::for_backend(cu.backend())?;
+        let s = cu.stream_create()?;
+        let bw = copy_bandwidth(cu, s)?;
+        Ok(Rig { cu, lt, dev, s, bw })
+    }
+
+    /// skinnylt's handle and the workspace of measured calls. Separate from `open`:
+    /// the commands make them only once their own setup (output file, shapes) holds.
+    pub fn handle_and_workspace(&self) -> Result<(Handle, Buf<'a>), String> {
+        let h = Handle::new()?;
+        Ok((h, Buf(self.cu, self.cu.malloc(WORKSPACE_BYTES)?)))
+    }
+
+    /// The vendor's problem for `sh` on `cs`, with its heuristic's top-8 algorithms.
+    pub fn vendor_problem(&self, dtype: DType, sh: &Shape, cs: &ColdSets) -> Result<OwnedProblem<'_>, String> {
+        let bias = if sh.bias { cs.db.1 } else { 0 };
+        Ok(OwnedProblem::new(&*self.lt, self.lt.problem(dtype, sh.m as u64, sh.n as u64, sh.k as u64, bias, WORKSPACE_BYTES as u64, 8)?))
+    }
+
+    /// Call `c` of the vendor's algorithm `algo` on the cold sets.
+    pub fn vendor_matmul(&self, p: &Problem, algo: usize, cs: &ColdSets, c: usize, ws: &Buf) -> Result<(), String> {
+        let (w, x, y) = cs.set(c);
+        self.lt.matmul(p, algo, w, x, y, ws.1, WORKSPACE_BYTES, self.s)
+    }
+
+    /// The vendor's time per GEMM (µs) on the cold sets: the fastest of `p`'s
+    /// algorithms, each run once eagerly first (hipBLASLt loads a solution's code
+    /// object on its first call, which must not happen inside a capture); an
+    /// algorithm that fails is left out, and none left gives infinity.
+    pub fn vendor_time(&self, reps: usize, p: &Problem, cs: &ColdSets, ws: &Buf) -> f64 {
+        let (cu, s) = (self.cu, self.s);
+        let mut best = f64::INFINITY;
+        for i in 0..p.algos() {
+            let t = self.vendor_matmul(p, i, cs, 0, ws).and_then(|_| cu.sync(s)).and_then(|_| {
+                time_graph(cu, s, reps, cs.count, || {
+                    for c in 0..cs.count {
+                        self.vendor_matmul(p, i, cs, c, ws)?;
+                    }
+                    Ok(())
+                })
+            });
+            if let Ok(t) = t {
+                best = best.min(t);
+            }
+        }
+        best
     }
 }
 
@@ -231,54 +315,13 @@ pub fn host_time(cu: &Gpu, s: *mut c_void, reps: usize, count: usize, call: impl
     Ok(median(t))
 }
 
-/// The vendor's time per GEMM (µs) on the cold sets: the fastest of `p`'s
-/// algorithms, each run once eagerly first (hipBLASLt loads a solution's code
-/// object on its first call, which must not happen inside a capture); an
-/// algorithm that fails is left out, and none left gives infinity.
-#[allow(clippy::too_many_arguments)]
-pub fn vendor_time(cu: &Gpu, s: *mut c_void, reps: usize, lt: &dyn Vendor, p: &Problem, cs: &ColdSets, ws: &Buf, ws_bytes: usize) -> f64 {
-    let run = |i: usize, c: usize| {
-        let j = c % cs.sets;
-        lt.matmul(p, i, cs.w[j].1, cs.xs[j].1, cs.ys[j].1, ws.1, ws_bytes, s)
-    };
-    let mut best = f64::INFINITY;
-    for i in 0..p.algos() {
-        let t = run(i, 0).and_then(|_| cu.sync(s)).and_then(|_| {
-            time_graph(cu, s, reps, cs.count, || {
-                for c in 0..cs.count {
-                    run(i, c)?;
-                }
-                Ok(())
-            })
-        });
-        if let Ok(t) = t {
-            best = best.min(t);
-        }
-    }
-    best
-}
-
 fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
-    let dev = skinnylt::engine::device(0)?;
-    cu.make_current(dev.ctx)?;
-    let lt = vendor::for_backend(cu.backend())?;
+    let rig = Rig::open(cu)?;
     let dtype: DType = a.select.dtype.into();
-    let s = cu.stream_create()?;
-    let bw = copy_bandwidth(cu, s)?;
-    println!(
-        "device {} ({}, L2 {} MiB); copy bandwidth {:.2} TB/s; vendor: {} {} ({})",
-        dev.info.name,
-        units(&dev.info),
-        dev.info.l2_bytes >> 20,
-        bw / 1e12,
-        lt.name(),
-        lt.version(),
-        lt.path()
-    );
+    println!("{}", device_line(&rig));
     let shapes = a.select.shapes()?;
-    let h = Handle::new()?;
-    let ws_bytes = 32usize << 20;
-    let ws = Buf(cu, cu.malloc(ws_bytes)?);
+    let (h, ws) = rig.handle_and_workspace()?;
+    let b = Bencher { rig: &rig, a, dtype, ws, h };
     let mut rng = Rng(0x5eed);
     let mut rows = Vec::new();
     let mut hosts = Vec::new();
@@ -286,92 +329,166 @@ fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
     let progress = Progress::new(shapes.len());
     for sh in shapes {
         progress.start(&sh);
-        let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-        let cs = ColdSets::new(cu, s, dev.info.l2_bytes, &mut rng, dtype, &sh)?;
-        let (sets, count, ws_bufs, xs, ys, bias) = (cs.sets, cs.count, &cs.w, &cs.xs, &cs.ys, &cs.db);
-        let bias_ptr = if sh.bias { bias.1 } else { 0 };
-
-        // skinnylt through the C API.
-        let l = Linear::new(dtype, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, sh.bias.then_some(bias.1))?;
-        // Deployment routing: a shape the table forwards counts as the vendor's, as it
-        // would with a real hipBLASLt (standalone, the library runs its fallback).
-        let tuned_forward = dev.choose(&sh.problem(dtype), dev.pdl(), true) == Err(skinnylt::engine::Error::TunedForward);
-        let before = crate::counters().intercepted;
-        let probe = l.run(&h, 1.0, ws_bufs[0].1, xs[0].1, ys[0].1, ws.1, ws_bytes, s);
-        cu.sync(s)?;
-        let forwarded = tuned_forward || probe != skinnylt::abi::STATUS_SUCCESS || crate::counters().intercepted != before + 1;
-        let ours_call = |i: usize| {
-            let j = i % sets;
-            match l.run(&h, 1.0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s) {
-                0 => Ok(()),
-                st => Err(format!("hipblasLtMatmul: {st}")),
-            }
-        };
-        let ours = if forwarded {
-            None
-        } else {
-            Some(time_graph(cu, s, a.reps, count, || (0..count).try_for_each(ours_call))?)
-        };
-
-        // The vendor: every one of its top-8 algorithms, keep the fastest.
-        let p = OwnedProblem::new(&*lt, lt.problem(dtype, m as u64, n as u64, k as u64, bias_ptr, ws_bytes as u64, 8)?);
-        let vendor = vendor_time(cu, s, a.reps, &*lt, &p, &cs, &ws, ws_bytes);
-        if a.host && !forwarded {
-            // The vendor's host cost with its first algorithm (the heuristic's pick).
-            let ours_host = host_time(cu, s, a.reps, count, ours_call)?;
-            let vendor_host = host_time(cu, s, a.reps, count, |i| {
-                let j = i % sets;
-                lt.matmul(&p, 0, ws_bufs[j].1, xs[j].1, ys[j].1, ws.1, ws_bytes, s)
-            })?;
-            hosts.push((ours_host, vendor_host));
-        }
-        let host_note = match (a.host && !forwarded, hosts.last()) {
-            (true, Some((o, v))) => format!("  host {o:.2} / {v:.2} µs"),
-            _ => String::new(),
-        };
-        drop(p);
-        let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
-        let floor = bytes / bw * 1e6;
-        let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, floor_us: floor, forwarded };
-        progress.println(format!(
-            "{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9.2} {:>9.2} {:>7.2}x {:>7.2} {:>8.2}{}",
-            sh.group,
-            sh.m,
-            sh.n,
-            sh.k,
-            if sh.bias { "yes" } else { "no" },
-            row.ours_us,
-            row.vendor_us,
-            row.speedup(),
-            row.efficiency(),
-            floor,
-            if forwarded { "  (forwarded)" } else { "" },
-        ) + &host_note);
+        let (row, host) = b.measure(sh, &mut rng)?;
+        progress.println(table_line(&row, host));
         progress.inc();
         rows.push(row);
+        hosts.extend(host);
     }
     progress.finish();
     summary(&rows);
-    if !hosts.is_empty() {
-        let median_of = |f: fn(&(f64, f64)) -> f64| median(hosts.iter().map(f).collect());
-        println!(
-            "host time per call (routing + launch, {} shapes skinnylt runs): skinnylt median {:.2} µs, {} median {:.2} µs; skinnylt lower on {} of {}",
-            hosts.len(),
-            median_of(|h| h.0),
-            lt.name(),
-            median_of(|h| h.1),
-            hosts.iter().filter(|h| h.0 < h.1).count(),
-            hosts.len()
-        );
+    host_summary(&hosts, rig.lt.name());
+    write_reports(a, &rows, &rig)
+}
+
+/// The first line of `bench`: the device, the copy bandwidth and the vendor library.
+fn device_line(rig: &Rig) -> String {
+    let (info, lt) = (&rig.dev.info, &rig.lt);
+    format!(
+        "device {} ({}, L2 {} MiB); copy bandwidth {:.2} TB/s; vendor: {} {} ({})",
+        info.name,
+        units(info),
+        info.l2_bytes >> 20,
+        rig.bw / 1e12,
+        lt.name(),
+        lt.version(),
+        lt.path()
+    )
+}
+
+/// What `bench` measures every shape with: the opened device, the command's
+/// arguments, the workspace both sides get and skinnylt's handle.
+struct Bencher<'a> {
+    rig: &'a Rig<'a>,
+    a: &'a Args,
+    dtype: DType,
+    ws: Buf<'a>,
+    h: Handle,
+}
+
+impl Bencher<'_> {
+    /// One shape, skinnylt and the vendor on the same cold sets: the table row, and
+    /// with --host the host times (for the shapes skinnylt runs).
+    fn measure(&self, sh: Shape, rng: &mut Rng) -> Result<(Row, Option<(f64, f64)>), String> {
+        let (cu, s, reps) = (self.rig.cu, self.rig.s, self.a.reps);
+        let cs = ColdSets::new(cu, s, self.rig.dev.info.l2_bytes, rng, self.dtype, &sh)?;
+
+        // skinnylt through the C API.
+        let (l, forwarded) = self.ours(&sh, &cs)?;
+        let ours = if forwarded {
+            None
+        } else {
+            Some(time_graph(cu, s, reps, cs.count, || (0..cs.count).try_for_each(|i| self.call_ours(&l, &cs, i)))?)
+        };
+
+        // The vendor: every one of its top-8 algorithms, keep the fastest.
+        let p = self.rig.vendor_problem(self.dtype, &sh, &cs)?;
+        let vendor = self.rig.vendor_time(reps, &p, &cs, &self.ws);
+        let host = if self.a.host && !forwarded {
+            // The vendor's host cost with its first algorithm (the heuristic's pick).
+            let ours_host = host_time(cu, s, reps, cs.count, |i| self.call_ours(&l, &cs, i))?;
+            let vendor_host = host_time(cu, s, reps, cs.count, |i| self.rig.vendor_matmul(&p, 0, &cs, i, &self.ws))?;
+            Some((ours_host, vendor_host))
+        } else {
+            None
+        };
+        drop(p);
+        let floor_us = floor_us(&sh, self.rig.bw);
+        Ok((Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, floor_us, forwarded }, host))
     }
+
+    /// skinnylt's descriptors for `sh`, and whether its calls go to the vendor
+    /// instead: a probe call on set 0 fails or is not run by skinnylt, or the
+    /// deployment routing forwards it (a shape the table forwards counts as the
+    /// vendor's, as it would with a real hipBLASLt; standalone, the library runs
+    /// its fallback).
+    fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<(Linear, bool), String> {
+        let (m, n, k) = (sh.m as u64, sh.n as u64, sh.k as u64);
+        let l = Linear::new(self.dtype, m, n, k, k, k, n, sh.bias.then_some(cs.db.1))?;
+        let dev = &self.rig.dev;
+        let tuned_forward = dev.choose(&sh.problem(self.dtype), dev.pdl(), true) == Err(skinnylt::engine::Error::TunedForward);
+        let before = crate::counters().intercepted;
+        let probe = self.run_ours(&l, cs, 0);
+        self.rig.cu.sync(self.rig.s)?;
+        let forwarded = tuned_forward || probe != skinnylt::abi::STATUS_SUCCESS || crate::counters().intercepted != before + 1;
+        Ok((l, forwarded))
+    }
+
+    /// Call `c` of skinnylt on the cold sets, through `hipblasLtMatmul`: its status.
+    fn run_ours(&self, l: &Linear, cs: &ColdSets, c: usize) -> Status {
+        let (w, x, y) = cs.set(c);
+        l.run(&self.h, 1.0, w, x, y, self.ws.1, WORKSPACE_BYTES, self.rig.s)
+    }
+
+    /// `run_ours` for a timed call, whose failure ends the command.
+    fn call_ours(&self, l: &Linear, cs: &ColdSets, c: usize) -> Result<(), String> {
+        match self.run_ours(l, cs, c) {
+            0 => Ok(()),
+            st => Err(format!("hipblasLtMatmul: {st}")),
+        }
+    }
+}
+
+/// The time floor of `sh` (µs): the bytes a GEMM must read and write (W, X, Y and
+/// the bias) at the measured copy bandwidth `bw`.
+fn floor_us(sh: &Shape, bw: f64) -> f64 {
+    let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+    let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
+    bytes / bw * 1e6
+}
+
+/// One shape's line of the table, with its host times after it (--host).
+fn table_line(row: &Row, host: Option<(f64, f64)>) -> String {
+    let sh = &row.shape;
+    let host_note = match host {
+        Some((o, v)) => format!("  host {o:.2} / {v:.2} µs"),
+        None => String::new(),
+    };
+    format!(
+        "{:<5} {:>4} {:>6} {:>6} {:>4}  {:>9.2} {:>9.2} {:>7.2}x {:>7.2} {:>8.2}{}",
+        sh.group,
+        sh.m,
+        sh.n,
+        sh.k,
+        if sh.bias { "yes" } else { "no" },
+        row.ours_us,
+        row.vendor_us,
+        row.speedup(),
+        row.efficiency(),
+        row.floor_us,
+        if row.forwarded { "  (forwarded)" } else { "" },
+    ) + &host_note
+}
+
+/// The closing line of --host: medians of the host times (skinnylt's, the
+/// vendor's) over the shapes skinnylt runs; nothing without --host.
+fn host_summary(hosts: &[(f64, f64)], vendor: &str) {
+    if hosts.is_empty() {
+        return;
+    }
+    let median_of = |f: fn(&(f64, f64)) -> f64| median(hosts.iter().map(f).collect());
+    println!(
+        "host time per call (routing + launch, {} shapes skinnylt runs): skinnylt median {:.2} µs, {} median {:.2} µs; skinnylt lower on {} of {}",
+        hosts.len(),
+        median_of(|h| h.0),
+        vendor,
+        median_of(|h| h.1),
+        hosts.iter().filter(|h| h.0 < h.1).count(),
+        hosts.len()
+    );
+}
+
+/// The files asked for: --json, --svg (heatmap), --curves.
+fn write_reports(a: &Args, rows: &[Row], rig: &Rig) -> Result<(), String> {
+    let (device, vendor) = (&rig.dev.info.name, rig.lt.name());
     if let Some(path) = &a.json {
-        std::fs::write(path, to_json(&rows, &dev.info.name, bw)).map_err(|e| e.to_string())?;
+        std::fs::write(path, to_json(rows, device, rig.bw)).map_err(|e| e.to_string())?;
     }
     if let Some(path) = &a.svg {
-        std::fs::write(path, heatmap(&rows, &dev.info.name, lt.name())).map_err(|e| e.to_string())?;
+        std::fs::write(path, heatmap(rows, device, vendor)).map_err(|e| e.to_string())?;
     }
     if let Some(path) = &a.curves {
-        std::fs::write(path, curves(&rows, &dev.info.name, lt.name())).map_err(|e| e.to_string())?;
+        std::fs::write(path, curves(rows, device, vendor)).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -381,10 +498,15 @@ pub fn geomean(v: impl Iterator<Item = f64>) -> f64 {
     (s / n.max(1) as f64).exp()
 }
 
-pub fn summary(rows: &[Row]) {
+/// The groups of `rows`, in their order (rows come grouped).
+fn groups(rows: &[Row]) -> Vec<&'static str> {
     let mut groups: Vec<&str> = rows.iter().map(|r| r.shape.group).collect();
     groups.dedup();
-    for g in groups.into_iter().chain(std::iter::once("all")) {
+    groups
+}
+
+pub fn summary(rows: &[Row]) {
+    for g in groups(rows).into_iter().chain(std::iter::once("all")) {
         let rs: Vec<&Row> = rows.iter().filter(|r| g == "all" || r.shape.group == g).collect();
         if rs.is_empty() {
             continue;
@@ -404,78 +526,97 @@ pub fn summary(rows: &[Row]) {
 fn to_json(rows: &[Row], device: &str, bw: f64) -> String {
     let mut s = format!("{{\n  \"device\": {device:?},\n  \"copy_bandwidth_tbs\": {:.3},\n  \"rows\": [\n", bw / 1e12);
     for (i, r) in rows.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "    {{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}{}",
-            r.shape.group,
-            r.shape.m,
-            r.shape.n,
-            r.shape.k,
-            r.shape.bias,
-            r.ours_us,
-            r.vendor_us,
-            r.floor_us,
-            r.speedup(),
-            r.efficiency(),
-            r.forwarded,
-            if i + 1 < rows.len() { "," } else { "" }
-        );
+        let _ = writeln!(s, "    {}{}", json_row(r), if i + 1 < rows.len() { "," } else { "" });
     }
     s.push_str("  ]\n}\n");
     s
 }
 
+/// One row of `bench --json`, on one line (`rows_from_json` reads it back).
+fn json_row(r: &Row) -> String {
+    format!(
+        "{{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}",
+        r.shape.group,
+        r.shape.m,
+        r.shape.n,
+        r.shape.k,
+        r.shape.bias,
+        r.ours_us,
+        r.vendor_us,
+        r.floor_us,
+        r.speedup(),
+        r.efficiency(),
+        r.forwarded,
+    )
+}
+
+/// Heatmap cell size and left margin (the M labels stand in the margin).
+const CELL_W: f64 = 118.0;
+const CELL_H: f64 = 40.0;
+const HEAT_LEFT: f64 = 60.0;
+
 /// Speedup heatmap: one panel per group, M down, (N, K, bias) across; each cell
 /// coloured by speedup and showing both latencies. (A table of coloured cells:
 /// plain SVG text, no plotting crate needed.)
 pub fn heatmap(rows: &[Row], device: &str, vendor: &str) -> String {
-    let mut groups: Vec<&str> = rows.iter().map(|r| r.shape.group).collect();
-    groups.dedup();
-    let (cw, ch, left, top) = (118.0, 40.0, 60.0, 90.0);
     let mut body = String::new();
-    let mut y0 = top;
+    let mut y0 = 90.0;
     let mut width: f64 = 600.0;
-    for g in groups {
+    for g in groups(rows) {
         let rs: Vec<&Row> = rows.iter().filter(|r| r.shape.group == g).collect();
-        let mut cols: Vec<(u32, u32, bool)> = rs.iter().map(|r| (r.shape.n, r.shape.k, r.shape.bias)).collect();
-        cols.dedup();
-        let mut ms: Vec<u32> = rs.iter().map(|r| r.shape.m).collect();
-        ms.sort();
-        ms.dedup();
-        width = width.max(left + cw * cols.len() as f64 + 20.0);
-        let gm = geomean(rs.iter().map(|r| r.speedup()));
-        let _ = write!(body, "<text x='{left}' y='{}' font-size='15' font-weight='bold'>{g}: geomean speedup {gm:.2}x over {vendor}</text>", y0 - 28.0);
-        for (ci, (n, k, b)) in cols.iter().enumerate() {
-            let x = left + cw * ci as f64;
-            let _ = write!(body, "<text x='{}' y='{}' font-size='11' text-anchor='middle'>N={n} K={k}{}</text>", x + cw / 2.0, y0 - 8.0, if *b { " +b" } else { "" });
-        }
-        for (mi, m) in ms.iter().enumerate() {
-            let y = y0 + ch * mi as f64;
-            let _ = write!(body, "<text x='{}' y='{}' font-size='12' text-anchor='end'>M={m}</text>", left - 6.0, y + ch / 2.0 + 4.0);
-            for (ci, col) in cols.iter().enumerate() {
-                let Some(r) = rs.iter().find(|r| r.shape.m == *m && (r.shape.n, r.shape.k, r.shape.bias) == *col) else { continue };
-                let sp = r.speedup();
-                let x = left + cw * ci as f64;
-                let _ = write!(
-                    body,
-                    "<rect x='{x}' y='{y}' width='{cw}' height='{ch}' fill='{}' stroke='white'/><text x='{}' y='{}' font-size='14' text-anchor='middle' font-weight='bold'>{sp:.2}x</text><text x='{}' y='{}' font-size='9' text-anchor='middle'>{:.1} / {:.1} µs{}</text>",
-                    color(sp),
-                    x + cw / 2.0,
-                    y + 17.0,
-                    x + cw / 2.0,
-                    y + 32.0,
-                    r.ours_us,
-                    r.vendor_us,
-                    if r.forwarded { " fwd" } else { "" }
-                );
-            }
-        }
-        y0 += ch * ms.len() as f64 + 80.0;
+        let (w, h) = heatmap_panel(&mut body, g, &rs, vendor, y0);
+        width = width.max(w);
+        y0 += h + 80.0;
     }
     format!(
         "<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='20' font-size='16'>skinnylt vs {vendor} (best of its top-8) on {device}: speedup per shape</text><text x='10' y='38' font-size='12'>cell text: skinnylt / vendor µs (graph replay, cold weights); fwd = forwarded to the vendor by the tuning table</text>{body}</svg>\n",
         y0 - 40.0
     )
+}
+
+/// Group `g`'s panel, its cells from `y0` down: the title and column heads above,
+/// then a row of cells per M. Its width, and the height of its cells.
+fn heatmap_panel(body: &mut String, g: &str, rs: &[&Row], vendor: &str, y0: f64) -> (f64, f64) {
+    let (cw, ch, left) = (CELL_W, CELL_H, HEAT_LEFT);
+    let mut cols: Vec<(u32, u32, bool)> = rs.iter().map(|r| (r.shape.n, r.shape.k, r.shape.bias)).collect();
+    cols.dedup();
+    let mut ms: Vec<u32> = rs.iter().map(|r| r.shape.m).collect();
+    ms.sort();
+    ms.dedup();
+    let gm = geomean(rs.iter().map(|r| r.speedup()));
+    let _ = write!(body, "<text x='{left}' y='{}' font-size='15' font-weight='bold'>{g}: geomean speedup {gm:.2}x over {vendor}</text>", y0 - 28.0);
+    for (ci, (n, k, b)) in cols.iter().enumerate() {
+        let x = left + cw * ci as f64;
+        let _ = write!(body, "<text x='{}' y='{}' font-size='11' text-anchor='middle'>N={n} K={k}{}</text>", x + cw / 2.0, y0 - 8.0, if *b { " +b" } else { "" });
+    }
+    for (mi, m) in ms.iter().enumerate() {
+        let y = y0 + ch * mi as f64;
+        let _ = write!(body, "<text x='{}' y='{}' font-size='12' text-anchor='end'>M={m}</text>", left - 6.0, y + ch / 2.0 + 4.0);
+        for (ci, col) in cols.iter().enumerate() {
+            let Some(r) = rs.iter().find(|r| r.shape.m == *m && (r.shape.n, r.shape.k, r.shape.bias) == *col) else { continue };
+            heatmap_cell(body, r, left + cw * ci as f64, y);
+        }
+    }
+    (left + cw * cols.len() as f64 + 20.0, ch * ms.len() as f64)
+}
+
+/// One heatmap cell at (`x`, `y`): coloured by the speedup, which it shows, with
+/// both latencies below.
+fn heatmap_cell(body: &mut String, r: &Row, x: f64, y: f64) {
+    let (cw, ch) = (CELL_W, CELL_H);
+    let sp = r.speedup();
+    let _ = write!(
+        body,
+        "<rect x='{x}' y='{y}' width='{cw}' height='{ch}' fill='{}' stroke='white'/><text x='{}' y='{}' font-size='14' text-anchor='middle' font-weight='bold'>{sp:.2}x</text><text x='{}' y='{}' font-size='9' text-anchor='middle'>{:.1} / {:.1} µs{}</text>",
+        color(sp),
+        x + cw / 2.0,
+        y + 17.0,
+        x + cw / 2.0,
+        y + 32.0,
+        r.ours_us,
+        r.vendor_us,
+        if r.forwarded { " fwd" } else { "" }
+    );
 }
 
 /// Red below 1x, white at 1x, green above (saturating at 0.5x and 2x).
@@ -490,38 +631,53 @@ fn color(speedup: f64) -> String {
     format!("rgb({},{},{})", r as u8, g as u8, b as u8)
 }
 
+/// A panel of the latency curves: group, N, K, bias.
+type CurveKey = (&'static str, u32, u32, bool);
+
+/// Curve panel size, and panels per row.
+const PANEL_W: f64 = 260.0;
+const PANEL_H: f64 = 170.0;
+const PANELS_PER_ROW: usize = 4;
+
 /// Latency against M, one small panel per (N, K, bias): skinnylt and the vendor,
 /// log2 M across, µs up (each panel scaled to its own range).
 pub fn curves(rows: &[Row], device: &str, vendor: &str) -> String {
-    let mut keys: Vec<(&str, u32, u32, bool)> = rows.iter().map(|r| (r.shape.group, r.shape.n, r.shape.k, r.shape.bias)).collect();
+    let mut keys: Vec<CurveKey> = rows.iter().map(|r| (r.shape.group, r.shape.n, r.shape.k, r.shape.bias)).collect();
     keys.dedup();
-    let (pw, ph, cols) = (260.0, 170.0, 4usize);
+    let (pw, ph, cols) = (PANEL_W, PANEL_H, PANELS_PER_ROW);
     let rows_n = keys.len().div_ceil(cols);
     let mut body = String::new();
     for (i, key) in keys.iter().enumerate() {
         let (x0, y0) = (20.0 + (i % cols) as f64 * (pw + 30.0), 50.0 + (i / cols) as f64 * (ph + 50.0));
         let rs: Vec<&Row> = rows.iter().filter(|r| (r.shape.group, r.shape.n, r.shape.k, r.shape.bias) == *key).collect();
-        let (mmin, mmax) = (rs.iter().map(|r| r.shape.m).min().unwrap_or(1) as f64, rs.iter().map(|r| r.shape.m).max().unwrap_or(2) as f64);
-        let hi = rs.iter().map(|r| r.ours_us.max(r.vendor_us)).fold(0.0, f64::max);
-        let lo = rs.iter().map(|r| r.ours_us.min(r.vendor_us)).fold(f64::INFINITY, f64::min);
-        // Each panel zooms on its own range, so small differences stay visible.
-        let (tmin, tmax) = (lo * 0.9, hi * 1.05);
-        let x = |m: u32| x0 + 30.0 + (pw - 40.0) * if mmax > mmin { ((m as f64).log2() - mmin.log2()) / (mmax.log2() - mmin.log2()) } else { 0.5 };
-        let y = |t: f64| y0 + ph - 20.0 - (ph - 30.0) * (t - tmin) / (tmax - tmin).max(1e-9);
-        let _ = write!(body, "<rect x='{x0}' y='{y0}' width='{pw}' height='{ph}' fill='none' stroke='#ccc'/><text x='{}' y='{}' font-size='11'>{} N={} K={}{} ({:.1}–{:.1} µs)</text>", x0 + 4.0, y0 - 6.0, key.0, key.1, key.2, if key.3 { " +bias" } else { "" }, lo, hi);
-        for (series, color) in [(0, "#1a7f37"), (1, "#cf222e")] {
-            let pts: Vec<String> = rs.iter().map(|r| format!("{:.1},{:.1}", x(r.shape.m), y(if series == 0 { r.ours_us } else { r.vendor_us }))).collect();
-            let _ = write!(body, "<polyline points='{}' fill='none' stroke='{color}' stroke-width='2'/>", pts.join(" "));
-        }
-        for r in &rs {
-            let _ = write!(body, "<text x='{:.1}' y='{}' font-size='9' text-anchor='middle'>{}</text>", x(r.shape.m), y0 + ph - 6.0, r.shape.m);
-        }
+        curve_panel(&mut body, key, &rs, x0, y0);
     }
     format!(
         "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='sans-serif'><rect width='100%' height='100%' fill='white'/><text x='10' y='22' font-size='15'>Latency vs M on {device}: <tspan fill='#1a7f37'>skinnylt</tspan> and <tspan fill='#cf222e'>{vendor} (best of top-8)</tspan>; forwarded shapes show the vendor's time</text>{body}</svg>\n",
         40.0 + cols as f64 * (pw + 30.0),
         70.0 + rows_n as f64 * (ph + 50.0)
     )
+}
+
+/// The panel of `key` at (`x0`, `y0`): its frame and title, skinnylt's and the
+/// vendor's latencies as two lines, and the M of each point below.
+fn curve_panel(body: &mut String, key: &CurveKey, rs: &[&Row], x0: f64, y0: f64) {
+    let (pw, ph) = (PANEL_W, PANEL_H);
+    let (mmin, mmax) = (rs.iter().map(|r| r.shape.m).min().unwrap_or(1) as f64, rs.iter().map(|r| r.shape.m).max().unwrap_or(2) as f64);
+    let hi = rs.iter().map(|r| r.ours_us.max(r.vendor_us)).fold(0.0, f64::max);
+    let lo = rs.iter().map(|r| r.ours_us.min(r.vendor_us)).fold(f64::INFINITY, f64::min);
+    // Each panel zooms on its own range, so small differences stay visible.
+    let (tmin, tmax) = (lo * 0.9, hi * 1.05);
+    let x = |m: u32| x0 + 30.0 + (pw - 40.0) * if mmax > mmin { ((m as f64).log2() - mmin.log2()) / (mmax.log2() - mmin.log2()) } else { 0.5 };
+    let y = |t: f64| y0 + ph - 20.0 - (ph - 30.0) * (t - tmin) / (tmax - tmin).max(1e-9);
+    let _ = write!(body, "<rect x='{x0}' y='{y0}' width='{pw}' height='{ph}' fill='none' stroke='#ccc'/><text x='{}' y='{}' font-size='11'>{} N={} K={}{} ({:.1}–{:.1} µs)</text>", x0 + 4.0, y0 - 6.0, key.0, key.1, key.2, if key.3 { " +bias" } else { "" }, lo, hi);
+    for (series, color) in [(0, "#1a7f37"), (1, "#cf222e")] {
+        let pts: Vec<String> = rs.iter().map(|r| format!("{:.1},{:.1}", x(r.shape.m), y(if series == 0 { r.ours_us } else { r.vendor_us }))).collect();
+        let _ = write!(body, "<polyline points='{}' fill='none' stroke='{color}' stroke-width='2'/>", pts.join(" "));
+    }
+    for r in rs {
+        let _ = write!(body, "<text x='{:.1}' y='{}' font-size='9' text-anchor='middle'>{}</text>", x(r.shape.m), y0 + ph - 6.0, r.shape.m);
+    }
 }
 
 /// Reads rows back from `bench --json` output.

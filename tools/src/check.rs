@@ -20,15 +20,16 @@
 use std::ffi::c_void;
 use std::time::Instant;
 
-use skinnylt::route::{DType, Form, Problem};
-use skinnylt::tuning::Choice;
 use skinnylt::engine::Call;
 use skinnylt::gpu::Stream;
-use skinnylt::kernels;
+use skinnylt::kernels::{self, KernelEntry};
+use skinnylt::route::{DType, Form, Problem};
+use skinnylt::tuning::Choice;
 
-use crate::grid;
+use crate::bench::no_gpu;
 use crate::client::{Handle, Linear};
 use crate::gpu::{Buf, Gpu};
+use crate::grid;
 use crate::reference::{self, Rng};
 
 #[derive(clap::Args)]
@@ -73,6 +74,20 @@ struct Case {
     workspace: bool,
 }
 
+/// Split-K shapes for the determinism, graph and stream tests.
+const SPLIT_CASES: [Case; 3] = [
+    Case { group: "det", dtype: DType::Bf16, m: 8, n: 2880, k: 2880, bias: true, ldw: 2880, ldy: 2880, workspace: false },
+    Case { group: "det", dtype: DType::Bf16, m: 1, n: 512, k: 7168, bias: false, ldw: 7168, ldy: 512, workspace: false },
+    Case { group: "det", dtype: DType::F16, m: 32, n: 5120, k: 2880, bias: true, ldw: 2880, ldy: 5120, workspace: true },
+];
+
+/// The split-K factors of the kernel sweep (K holds at least 5 blocks).
+const SWEEP_SPLITS: [u32; 4] = [1, 2, 3, 5];
+
+const GRAPH_TEST: &str = "graph capture + 1000 replays (split-K)";
+const STREAMS_TEST: &str = "two streams on one handle (split-K)";
+const CHAIN_TEST: &str = "dependent chain (RAW/WAR on X, RAW on W; PDL overlap)";
+
 struct Suite<'a> {
     cu: &'a Gpu,
     h: Handle,
@@ -88,18 +103,10 @@ struct Suite<'a> {
 
 pub fn run(a: &Args) -> i32 {
     if a.tuning == "fallback" {
-        // An empty table for every arch, set before the library reads its config.
-        let dir = std::env::temp_dir().join(format!("skinnylt-check-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        for arch in skinnylt::gpu::Arch::ALL {
-            let _ = std::fs::write(dir.join(format!("{}.json", arch.name())), format!("{{\"schema\":1,\"arch\":\"{}\",\"entries\":[]}}", arch.name()));
-        }
-        // SAFETY: single-threaded at this point; nothing has read the environment yet.
-        unsafe { std::env::set_var("SKINNYLT_TUNING_DIR", &dir) };
+        use_empty_tuning_tables();
     }
     let Some(cu) = Gpu::get() else {
-        eprintln!("skinnylt check needs a GPU: none found (looked for the HIP runtime, libamdhip64, and the CUDA driver, libcuda, with a device)");
-        return 2;
+        return no_gpu("check");
     };
     match suite(cu, a) {
         Ok(code) => code,
@@ -108,6 +115,18 @@ pub fn run(a: &Args) -> i32 {
             1
         }
     }
+}
+
+/// Points the library at an empty table for every arch, so that every shape runs
+/// a fallback kernel; set before the library reads its config.
+fn use_empty_tuning_tables() {
+    let dir = std::env::temp_dir().join(format!("skinnylt-check-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    for arch in skinnylt::gpu::Arch::ALL {
+        let _ = std::fs::write(dir.join(format!("{}.json", arch.name())), format!("{{\"schema\":1,\"arch\":\"{}\",\"entries\":[]}}", arch.name()));
+    }
+    // SAFETY: single-threaded at this point; nothing has read the environment yet.
+    unsafe { std::env::set_var("SKINNYLT_TUNING_DIR", &dir) };
 }
 
 fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
@@ -126,24 +145,8 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     }
 
     // ---- correctness over the public grid and odd shapes ----
-    let mut cases = Vec::new();
-    let shapes = grid::public();
-    for (i, sh) in shapes.iter().take(a.limit.unwrap_or(usize::MAX)).enumerate() {
-        for dtype in DType::ALL {
-            let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-            cases.push(Case { group: sh.group, dtype, m, n, k, bias: sh.bias, ldw: k, ldy: n, workspace: i % 3 == 0 });
-        }
-    }
-    for i in 0..a.random {
-        let r = &mut s.rng;
-        let m = 1 + r.below(if i % 2 == 0 { 8 } else { 128 }) as usize;
-        let n = 1 + r.below(6000) as usize;
-        let k = 8 * (1 + r.below(1200) as usize);
-        let dtype = DType::ALL[i % 2];
-        let ldw = k + 8 * r.below(3) as usize;
-        let ldy = n + r.below(5) as usize;
-        cases.push(Case { group: "odd", dtype, m, n, k, bias: r.below(2) == 1, ldw, ldy, workspace: i % 2 == 1 });
-    }
+    let mut cases = grid_cases(a.limit.unwrap_or(usize::MAX));
+    cases.extend(odd_cases(&mut s.rng, a.random));
     let t0 = Instant::now();
     for c in &cases {
         s.correctness(c)?;
@@ -151,11 +154,7 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     println!("correctness: {} cases in {:.0} s", cases.len(), t0.elapsed().as_secs_f64());
 
     // ---- determinism, graphs, streams on split-K shapes ----
-    let split_shapes = [
-        Case { group: "det", dtype: DType::Bf16, m: 8, n: 2880, k: 2880, bias: true, ldw: 2880, ldy: 2880, workspace: false },
-        Case { group: "det", dtype: DType::Bf16, m: 1, n: 512, k: 7168, bias: false, ldw: 7168, ldy: 512, workspace: false },
-        Case { group: "det", dtype: DType::F16, m: 32, n: 5120, k: 2880, bias: true, ldw: 2880, ldy: 5120, workspace: true },
-    ];
+    let split_shapes = SPLIT_CASES;
     s.determinism(&split_shapes)?;
     s.graph_replay(&split_shapes)?;
     s.two_streams(&split_shapes[0], &split_shapes[2])?;
@@ -164,16 +163,101 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     s.finish(a)
 }
 
-/// Inputs of one case on the device.
-struct Inputs<'a> {
+/// The first `limit` shapes of the public grid, in both dtypes, packed (every
+/// third shape with a caller workspace).
+fn grid_cases(limit: usize) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (i, sh) in grid::public().iter().take(limit).enumerate() {
+        for dtype in DType::ALL {
+            let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+            cases.push(Case { group: sh.group, dtype, m, n, k, bias: sh.bias, ldw: k, ldy: n, workspace: i % 3 == 0 });
+        }
+    }
+    cases
+}
+
+/// `count` random odd shapes: M up to 8 or 128, any N, K a multiple of 8, padded
+/// leading dimensions, bias or not, dtypes and workspaces alternating.
+fn odd_cases(r: &mut Rng, count: usize) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for i in 0..count {
+        let m = 1 + r.below(if i % 2 == 0 { 8 } else { 128 }) as usize;
+        let n = 1 + r.below(6000) as usize;
+        let k = 8 * (1 + r.below(1200) as usize);
+        let dtype = DType::ALL[i % 2];
+        let ldw = k + 8 * r.below(3) as usize;
+        let ldy = n + r.below(5) as usize;
+        cases.push(Case { group: "odd", dtype, m, n, k, bias: r.below(2) == 1, ldw, ldy, workspace: i % 2 == 1 });
+    }
+    cases
+}
+
+/// Random host inputs of one case: W (n rows of `ldw`), X (m × k) and a bias row.
+struct HostInputs {
     w: Vec<u16>,
     x: Vec<u16>,
     b: Vec<u16>,
+}
+
+/// Those inputs on the device, and an output of m rows of `ldy`.
+struct DeviceInputs<'a> {
     dw: Buf<'a>,
     dx: Buf<'a>,
-    _db: Buf<'a>,
+    db: Buf<'a>,
     dy: Buf<'a>,
+}
+
+impl HostInputs {
+    fn random(rng: &mut Rng, dtype: DType, m: usize, n: usize, k: usize, ldw: usize) -> HostInputs {
+        let w = reference::random_matrix(rng, dtype, n, k, ldw);
+        let x = reference::random_matrix(rng, dtype, m, k, k);
+        let b = reference::random_matrix(rng, dtype, 1, n, n);
+        HostInputs { w, x, b }
+    }
+
+    fn upload<'a>(&self, cu: &'a Gpu, m: usize, ldy: usize) -> Result<DeviceInputs<'a>, String> {
+        let (dw, dx, db, dy) = (Buf(cu, cu.malloc(self.w.len() * 2)?), Buf(cu, cu.malloc(self.x.len() * 2)?), Buf(cu, cu.malloc(self.b.len() * 2)?), Buf(cu, cu.malloc(m * ldy * 2)?));
+        cu.htod(dw.1, &self.w)?;
+        cu.htod(dx.1, &self.x)?;
+        cu.htod(db.1, &self.b)?;
+        Ok(DeviceInputs { dw, dx, db, dy })
+    }
+}
+
+/// Inputs of one case on the host and the device, and its descriptors.
+struct Inputs<'a> {
+    host: HostInputs,
+    dev: DeviceInputs<'a>,
     l: Linear,
+}
+
+impl Inputs<'_> {
+    /// The float64 output of the case.
+    fn reference(&self, c: &Case) -> Vec<f64> {
+        let h = &self.host;
+        reference::reference(c.dtype, c.m, c.n, c.k, &h.w, c.ldw, &h.x, c.k, c.bias.then_some(&h.b[..]), 1.0)
+    }
+}
+
+/// Checks an output written over NaN poison against the float64 `want`: the
+/// padding columns of Y (n..ldy) untouched (still poisoned), every element
+/// written and finite, the relative error within the dtype's tolerance; the error.
+fn check_output(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], want: &[f64]) -> Result<f64, String> {
+    if (0..m).any(|t| (n..ldy).any(|j| y[t * ldy + j] != 0xffff)) {
+        return Err("wrote outside the m×n output".into());
+    }
+    match reference::rel_error(dtype, m, n, y, ldy, want) {
+        None => Err("output not fully written (NaN poison left) or non-finite".into()),
+        Some(e) if e > reference::tolerance(dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(dtype))),
+        Some(e) => Ok(e),
+    }
+}
+
+/// A kernel's passed cases and their largest relative error, for its sweep line.
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    worst: f64,
 }
 
 impl<'a> Suite<'a> {
@@ -192,8 +276,6 @@ impl<'a> Suite<'a> {
     /// Every compiled kernel of `arch` (name containing `filter`), forced through
     /// `engine::run_choice`, on small odd shapes at several split-K factors.
     fn kernel_sweep(&mut self, arch: skinnylt::gpu::Arch, filter: Option<&str>) -> Result<(), String> {
-        const SPLITS: [u32; 4] = [1, 2, 3, 5];
-        let cu = self.cu;
         let cat = kernels::for_arch(arch);
         let mut swept = 0;
         for (ki, ke) in cat.kernels.iter().enumerate() {
@@ -201,78 +283,7 @@ impl<'a> Suite<'a> {
                 continue;
             }
             swept += 1;
-            let c = ke.config;
-            let (tm, tn, tk) = (c.tile_m as usize, c.tile_n as usize, c.tile_k as usize);
-            let mut ms: Vec<usize> = (1..=8).collect();
-            if tm > 8 {
-                ms.extend([tm - 1, tm, tm + 1]);
-            }
-            let (mut ok, mut worst) = (0usize, 0f64);
-            let failed_before = self.failed.len();
-            for (mi, &m) in ms.iter().enumerate() {
-                let r = &mut self.rng;
-                // N: a partial last tile (sometimes a single partial tile), odd; K: a
-                // multiple of 8 with a partial last K block, >= 5 blocks (split 5).
-                let n = if mi % 3 == 0 { 1 + 2 * r.below((tn / 2) as u64) as usize } else { tn + 1 + 2 * r.below(tn as u64) as usize };
-                let k = 5 * tk + 8 * (1 + r.below((tk / 8 - 1) as u64) as usize);
-                let bias = mi % 2 == 0;
-                let (ldw, ldy) = (k + 8 * (mi % 3), n + mi % 4);
-                let alpha = if mi % 4 == 1 { 0.5f32 } else { 1.0 };
-                let w = reference::random_matrix(r, ke.dtype, n, k, ldw);
-                let x = reference::random_matrix(r, ke.dtype, m, k, k);
-                let b = reference::random_matrix(r, ke.dtype, 1, n, n);
-                let want = reference::reference(ke.dtype, m, n, k, &w, ldw, &x, k, bias.then_some(&b[..]), alpha as f64);
-                let (dw, dx, db, dy) = (Buf(cu, cu.malloc(w.len() * 2)?), Buf(cu, cu.malloc(x.len() * 2)?), Buf(cu, cu.malloc(b.len() * 2)?), Buf(cu, cu.malloc(m * ldy * 2)?));
-                cu.htod(dw.1, &w)?;
-                cu.htod(dx.1, &x)?;
-                cu.htod(db.1, &b)?;
-                let p = Problem {
-                    dtype: ke.dtype,
-                    form: Form::Linear,
-                    m: m as u32,
-                    n: n as u32,
-                    k: k as u32,
-                    w: dw.1,
-                    ldw: ldw as u64,
-                    x: dx.1,
-                    ldx: k as u64,
-                    y: dy.1,
-                    ldy: ldy as u64,
-                    bias: if bias { db.1 } else { 0 },
-                    alpha,
-                };
-                for (si, &split) in SPLITS.iter().enumerate() {
-                    let name = format!("sweep {} M={m} N={n} K={k} split={split} bias={bias} ldw={ldw} ldy={ldy} alpha={alpha}", ke.name);
-                    let (ws, ws_size) = if (mi + si) % 2 == 1 { (self.ws.1, self.ws_bytes) } else { (0, 0) };
-                    cu.memset16(dy.1, 0xffff, m * ldy)?; // NaN poison
-                    let res = crate::engines()
-                        .run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, &Call { workspace: ws, workspace_size: ws_size, stream: Stream(std::ptr::null_mut()) })
-                        .map_err(|e| format!("run_choice: {e}"))
-                        .and_then(|_| cu.device_sync())
-                        .and_then(|_| {
-                            let mut y = vec![0u16; m * ldy];
-                            cu.dtoh(&mut y, dy.1)?;
-                            Ok(y)
-                        })
-                        .and_then(|y| {
-                            if (0..m).any(|t| (n..ldy).any(|j| y[t * ldy + j] != 0xffff)) {
-                                return Err("wrote outside the m×n output".into());
-                            }
-                            match reference::rel_error(ke.dtype, m, n, &y, ldy, &want) {
-                                None => Err("output not fully written (NaN poison left) or non-finite".into()),
-                                Some(e) if e > reference::tolerance(ke.dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(ke.dtype))),
-                                Some(e) => {
-                                    worst = worst.max(e);
-                                    ok += 1;
-                                    Ok(format!("rel_err={e:.3e}"))
-                                }
-                            }
-                        });
-                    self.record(name, res);
-                }
-            }
-            let bad = self.failed.len() - failed_before;
-            println!("{:<60} {:>3} ok {:>3} failed  max rel err {worst:.2e}", ke.name, ok, bad);
+            self.sweep_kernel(ki, ke)?;
         }
         if swept == 0 {
             return Err(format!("no {} kernel matches the filter", arch.name()));
@@ -281,23 +292,92 @@ impl<'a> Suite<'a> {
         Ok(())
     }
 
-    fn inputs(&mut self, c: &Case) -> Result<Inputs<'a>, String> {
+    /// Kernel `ki` on M = 1..8, and around its token tile where that is larger;
+    /// prints its line.
+    fn sweep_kernel(&mut self, ki: usize, ke: &KernelEntry) -> Result<(), String> {
+        let tm = ke.config.tile_m as usize;
+        let mut ms: Vec<usize> = (1..=8).collect();
+        if tm > 8 {
+            ms.extend([tm - 1, tm, tm + 1]);
+        }
+        let mut tally = Tally::default();
+        let failed_before = self.failed.len();
+        for (mi, &m) in ms.iter().enumerate() {
+            self.sweep_shape(ki, ke, (mi, m), &mut tally)?;
+        }
+        let bad = self.failed.len() - failed_before;
+        println!("{:<60} {:>3} ok {:>3} failed  max rel err {:.2e}", ke.name, tally.ok, bad, tally.worst);
+        Ok(())
+    }
+
+    /// The `mi`-th sweep shape of a kernel, with M = `m`: N and K drawn around its
+    /// tiles, padded leading dimensions, bias and alpha != 1 on some; every split.
+    fn sweep_shape(&mut self, ki: usize, ke: &KernelEntry, (mi, m): (usize, usize), tally: &mut Tally) -> Result<(), String> {
         let cu = self.cu;
-        let w = reference::random_matrix(&mut self.rng, c.dtype, c.n, c.k, c.ldw);
-        let x = reference::random_matrix(&mut self.rng, c.dtype, c.m, c.k, c.k);
-        let b = reference::random_matrix(&mut self.rng, c.dtype, 1, c.n, c.n);
-        let (dw, dx, db, dy) = (Buf(cu, cu.malloc(w.len() * 2)?), Buf(cu, cu.malloc(x.len() * 2)?), Buf(cu, cu.malloc(b.len() * 2)?), Buf(cu, cu.malloc(c.m * c.ldy * 2)?));
-        cu.htod(dw.1, &w)?;
-        cu.htod(dx.1, &x)?;
-        cu.htod(db.1, &b)?;
-        let l = Linear::new(c.dtype, c.m as u64, c.n as u64, c.k as u64, c.ldw as u64, c.k as u64, c.ldy as u64, c.bias.then_some(db.1))?;
-        Ok(Inputs { w, x, b, dw, dx, _db: db, dy, l })
+        let (tn, tk) = (ke.config.tile_n as usize, ke.config.tile_k as usize);
+        let r = &mut self.rng;
+        // N: a partial last tile (sometimes a single partial tile), odd; K: a
+        // multiple of 8 with a partial last K block, >= 5 blocks (split 5).
+        let n = if mi % 3 == 0 { 1 + 2 * r.below((tn / 2) as u64) as usize } else { tn + 1 + 2 * r.below(tn as u64) as usize };
+        let k = 5 * tk + 8 * (1 + r.below((tk / 8 - 1) as u64) as usize);
+        let bias = mi % 2 == 0;
+        let (ldw, ldy) = (k + 8 * (mi % 3), n + mi % 4);
+        let alpha = if mi % 4 == 1 { 0.5f32 } else { 1.0 };
+        let host = HostInputs::random(r, ke.dtype, m, n, k, ldw);
+        let want = reference::reference(ke.dtype, m, n, k, &host.w, ldw, &host.x, k, bias.then_some(&host.b[..]), alpha as f64);
+        let d = host.upload(cu, m, ldy)?;
+        let p = Problem {
+            dtype: ke.dtype,
+            form: Form::Linear,
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            w: d.dw.1,
+            ldw: ldw as u64,
+            x: d.dx.1,
+            ldx: k as u64,
+            y: d.dy.1,
+            ldy: ldy as u64,
+            bias: if bias { d.db.1 } else { 0 },
+            alpha,
+        };
+        for (si, &split) in SWEEP_SPLITS.iter().enumerate() {
+            let name = format!("sweep {} M={m} N={n} K={k} split={split} bias={bias} ldw={ldw} ldy={ldy} alpha={alpha}", ke.name);
+            // A caller workspace on every other run.
+            let (ws, ws_size) = if (mi + si) % 2 == 1 { (self.ws.1, self.ws_bytes) } else { (0, 0) };
+            let call = Call { workspace: ws, workspace_size: ws_size, stream: Stream(std::ptr::null_mut()) };
+            cu.memset16(d.dy.1, 0xffff, m * ldy)?; // NaN poison
+            let res = crate::engines()
+                .run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, &call)
+                .map_err(|e| format!("run_choice: {e}"))
+                .and_then(|_| cu.device_sync())
+                .and_then(|_| {
+                    let mut y = vec![0u16; m * ldy];
+                    cu.dtoh(&mut y, d.dy.1)?;
+                    Ok(y)
+                })
+                .and_then(|y| check_output(ke.dtype, m, n, ldy, &y, &want))
+                .map(|e| {
+                    tally.worst = tally.worst.max(e);
+                    tally.ok += 1;
+                    format!("rel_err={e:.3e}")
+                });
+            self.record(name, res);
+        }
+        Ok(())
+    }
+
+    fn inputs(&mut self, c: &Case) -> Result<Inputs<'a>, String> {
+        let host = HostInputs::random(&mut self.rng, c.dtype, c.m, c.n, c.k, c.ldw);
+        let dev = host.upload(self.cu, c.m, c.ldy)?;
+        let l = Linear::new(c.dtype, c.m as u64, c.n as u64, c.k as u64, c.ldw as u64, c.k as u64, c.ldy as u64, c.bias.then_some(dev.db.1))?;
+        Ok(Inputs { host, dev, l })
     }
 
     fn launch(&self, c: &Case, i: &Inputs, stream: *mut c_void) -> Result<(), String> {
         let (ws, ws_size) = if c.workspace { (self.ws.1, self.ws_bytes) } else { (0, 0) };
         let before = crate::counters().intercepted;
-        let st = i.l.run(&self.h, 1.0, i.dw.1, i.dx.1, i.dy.1, ws, ws_size, stream);
+        let st = i.l.run(&self.h, 1.0, i.dev.dw.1, i.dev.dx.1, i.dev.dy.1, ws, ws_size, stream);
         if st != skinnylt::abi::STATUS_SUCCESS {
             return Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), crate::counters()));
         }
@@ -309,8 +389,13 @@ impl<'a> Suite<'a> {
 
     fn read(&self, c: &Case, i: &Inputs) -> Result<Vec<u16>, String> {
         let mut y = vec![0u16; c.m * c.ldy];
-        self.cu.dtoh(&mut y, i.dy.1)?;
+        self.cu.dtoh(&mut y, i.dev.dy.1)?;
         Ok(y)
+    }
+
+    /// NaN poison over a case's whole output, padding included.
+    fn poison(&self, c: &Case, i: &Inputs) -> Result<(), String> {
+        self.cu.memset16(i.dev.dy.1, 0xffff, c.m * c.ldy)
     }
 
     fn record(&mut self, name: String, result: Result<String, String>) {
@@ -330,18 +415,10 @@ impl<'a> Suite<'a> {
     fn correctness(&mut self, c: &Case) -> Result<(), String> {
         let name = format!("{} {} M={} N={} K={} bias={} ldw={} ldy={} ws={}", c.group, c.dtype.name(), c.m, c.n, c.k, c.bias, c.ldw, c.ldy, c.workspace);
         let i = self.inputs(c)?;
-        self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?; // NaN poison
+        self.poison(c, &i)?;
         let res = self.launch(c, &i, std::ptr::null_mut()).and_then(|_| self.cu.device_sync()).and_then(|_| self.read(c, &i)).and_then(|y| {
-            let r = reference::reference(c.dtype, c.m, c.n, c.k, &i.w, c.ldw, &i.x, c.k, c.bias.then_some(&i.b[..]), 1.0);
-            // Padding columns of Y (n..ldy) must stay untouched (poisoned).
-            if (0..c.m).any(|t| (c.n..c.ldy).any(|j| y[t * c.ldy + j] != 0xffff)) {
-                return Err("wrote outside the m×n output".into());
-            }
-            match reference::rel_error(c.dtype, c.m, c.n, &y, c.ldy, &r) {
-                None => Err("output not fully written (NaN poison left) or non-finite".into()),
-                Some(e) if e > reference::tolerance(c.dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(c.dtype))),
-                Some(e) => Ok(format!("rel_err={e:.3e}")),
-            }
+            let r = i.reference(c);
+            check_output(c.dtype, c.m, c.n, c.ldy, &y, &r).map(|e| format!("rel_err={e:.3e}"))
         });
         self.record(name, res);
         Ok(())
@@ -353,7 +430,7 @@ impl<'a> Suite<'a> {
             let mut first: Option<Vec<u16>> = None;
             let mut res = Ok(String::new());
             for run in 0..100 {
-                self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+                self.poison(c, &i)?;
                 if let Err(e) = self.launch(c, &i, std::ptr::null_mut()).and_then(|_| self.cu.device_sync()) {
                     res = Err(e);
                     break;
@@ -373,24 +450,39 @@ impl<'a> Suite<'a> {
         Ok(())
     }
 
+    /// Eager runs of `runs` on `streams[0]`, one at a time, each read back (and,
+    /// with `poison`, poisoned again for what follows): the results a test
+    /// compares against. A failed launch destroys `streams`, records `test` as
+    /// failed and ends the suite with the error.
+    fn eager_runs(&mut self, test: &str, runs: &[(&Case, &Inputs)], streams: &[*mut c_void], poison: bool) -> Result<Vec<Vec<u16>>, String> {
+        let (cu, stream) = (self.cu, streams[0]);
+        let mut results = Vec::new();
+        for &(c, i) in runs {
+            if let Err(e) = self.launch(c, i, stream) {
+                for &s in streams {
+                    cu.stream_destroy(s);
+                }
+                self.record(test.into(), Err(e.clone()));
+                return Err(e);
+            }
+            cu.sync(stream)?;
+            results.push(self.read(c, i)?);
+            if poison {
+                self.poison(c, i)?;
+            }
+        }
+        Ok(results)
+    }
+
     fn graph_replay(&mut self, shapes: &[Case]) -> Result<(), String> {
         let cu = self.cu;
         let stream = cu.stream_create()?;
         let inputs: Vec<Inputs> = shapes.iter().map(|c| self.inputs(c)).collect::<Result<_, _>>()?;
+        let runs: Vec<(&Case, &Inputs)> = shapes.iter().zip(&inputs).collect();
         // Eager results first.
-        let mut eager = Vec::new();
-        for (c, i) in shapes.iter().zip(&inputs) {
-            if let Err(e) = self.launch(c, i, stream) {
-                cu.stream_destroy(stream);
-                self.record("graph capture + 1000 replays (split-K)".into(), Err(e.clone()));
-                return Err(e);
-            }
-            cu.sync(stream)?;
-            eager.push(self.read(c, i)?);
-            cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
-        }
+        let eager = self.eager_runs(GRAPH_TEST, &runs, &[stream], true)?;
         let exec = cu.capture(stream, || {
-            for (c, i) in shapes.iter().zip(&inputs) {
+            for &(c, i) in &runs {
                 self.launch(c, i, stream)?;
             }
             Ok(())
@@ -400,19 +492,19 @@ impl<'a> Suite<'a> {
             cu.graph_launch(exec, stream)?;
             if rep == 1 || rep % 250 == 0 {
                 cu.sync(stream)?;
-                for ((c, i), e) in shapes.iter().zip(&inputs).zip(&eager) {
+                for (&(c, i), e) in runs.iter().zip(&eager) {
                     if self.read(c, i)? != *e {
                         res = Err(format!("replay {rep}: M={} N={} K={} differs from eager", c.m, c.n, c.k));
                         break 'outer;
                     }
-                    cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+                    self.poison(c, i)?;
                 }
             }
         }
         cu.sync(stream)?;
         cu.graph_destroy(exec);
         cu.stream_destroy(stream);
-        self.record("graph capture + 1000 replays (split-K)".into(), res);
+        self.record(GRAPH_TEST.into(), res);
         Ok(())
     }
 
@@ -421,10 +513,10 @@ impl<'a> Suite<'a> {
     /// correctly, without split-K.
     fn per_thread_stream(&mut self, c: &Case) -> Result<(), String> {
         let i = self.inputs(c)?;
-        self.cu.memset16(i.dy.1, 0xffff, c.m * c.ldy)?;
+        self.poison(c, &i)?;
         let fallbacks = crate::counters().lane_fallbacks;
         let res = self.launch(c, &i, 2usize as *mut c_void).and_then(|_| self.cu.device_sync()).and_then(|_| self.read(c, &i)).and_then(|y| {
-            let r = reference::reference(c.dtype, c.m, c.n, c.k, &i.w, c.ldw, &i.x, c.k, c.bias.then_some(&i.b[..]), 1.0);
+            let r = i.reference(c);
             match reference::rel_error(c.dtype, c.m, c.n, &y, c.ldy, &r) {
                 Some(e) if e <= reference::tolerance(c.dtype) => Ok(format!("rel_err={e:.3e}, lane fallbacks {}", crate::counters().lane_fallbacks - fallbacks)),
                 Some(e) => Err(format!("relative error {e:.3e}")),
@@ -436,115 +528,23 @@ impl<'a> Suite<'a> {
     }
 
     /// Back-to-back dependent GEMMs on one stream, where programmatic dependent
-    /// launch lets a kernel start (and prefetch) before its predecessor ends: each
-    /// step reads the previous step's output as X (read after write) and overwrites
-    /// the buffer the previous step read (write after read); the last step reads a
-    /// previous output as its *weights*, which the kernels prefetch before waiting.
-    /// Eager without syncs and 200 graph replays must equal, bit for bit, the same
-    /// chain run one synchronised call at a time; the first step is checked against
-    /// float64.
+    /// launch lets a kernel start (and prefetch) before its predecessor ends (see
+    /// `Chain`). Eager without syncs and 200 graph replays must equal, bit for bit,
+    /// the same chain run one synchronised call at a time; the first step is checked
+    /// against float64. Every step must be run by skinnylt.
     fn dependent_chain(&mut self) -> Result<(), String> {
-        const NAME: &str = "dependent chain (RAW/WAR on X, RAW on W; PDL overlap)";
         let cu = self.cu;
-        let dtype = DType::Bf16;
-        let (m, h, steps) = (8usize, 2048usize, 6usize);
-        let mw = 4usize; // last step: X is mw x h, W is the m x h output
-        let alpha = 1.0 / 64.0; // keeps values in range along the chain
-        let w: Vec<Vec<u16>> = (0..steps).map(|_| reference::random_matrix(&mut self.rng, dtype, h, h, h)).collect();
-        let x0 = reference::random_matrix(&mut self.rng, dtype, m, h, h);
-        let xl = reference::random_matrix(&mut self.rng, dtype, mw, h, h);
-        let dws: Vec<Buf> = w.iter().map(|v| cu.malloc(v.len() * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
-        for (d, v) in dws.iter().zip(&w) {
-            cu.htod(d.1, v)?;
-        }
-        let (pristine, bufs) = (Buf(cu, cu.malloc(m * h * 2)?), [Buf(cu, cu.malloc(m * h * 2)?), Buf(cu, cu.malloc(m * h * 2)?)]);
-        let (dxl, dyl) = (Buf(cu, cu.malloc(mw * h * 2)?), Buf(cu, cu.malloc(mw * m * 2)?));
-        cu.htod(pristine.1, &x0)?;
-        cu.htod(dxl.1, &xl)?;
-        let step = Linear::new(dtype, m as u64, h as u64, h as u64, h as u64, h as u64, h as u64, None)?;
-        let last = Linear::new(dtype, mw as u64, m as u64, h as u64, h as u64, h as u64, m as u64, None)?;
-        let stream = cu.stream_create()?;
-        // The chain: bufs[0] = X0; step i reads bufs[i % 2], writes bufs[(i + 1) % 2];
-        // then Y = X_last . (final buffer)^T with the final buffer as W (m x h).
-        let run = |sync: bool| -> Result<(), String> {
-            cu.copy_async(bufs[0].1, pristine.1, m * h * 2, stream)?;
-            for (i, dw) in dws.iter().enumerate() {
-                let st = step.run(&self.h, alpha, dw.1, bufs[i % 2].1, bufs[(i + 1) % 2].1, 0, 0, stream);
-                if st != skinnylt::abi::STATUS_SUCCESS {
-                    return Err(format!("step {i}: {}", skinnylt::abi::status_name(st)));
-                }
-                if sync {
-                    cu.sync(stream)?;
-                }
-            }
-            let st = last.run(&self.h, 1.0, bufs[steps % 2].1, dxl.1, dyl.1, 0, 0, stream);
-            if st != skinnylt::abi::STATUS_SUCCESS {
-                return Err(format!("last step: {}", skinnylt::abi::status_name(st)));
-            }
-            Ok(())
-        };
-        let read = || -> Result<(Vec<u16>, Vec<u16>), String> {
-            let (mut a, mut b) = (vec![0u16; m * h], vec![0u16; mw * m]);
-            cu.sync(stream)?;
-            cu.dtoh(&mut a, bufs[steps % 2].1)?;
-            cu.dtoh(&mut b, dyl.1)?;
-            Ok((a, b))
-        };
-        let poison = || -> Result<(), String> {
-            cu.memset16(bufs[0].1, 0xffff, m * h)?;
-            cu.memset16(bufs[1].1, 0xffff, m * h)?;
-            cu.memset16(dyl.1, 0xffff, mw * m)
-        };
+        let chain = Chain::new(cu, &mut self.rng)?;
         let intercepted = crate::counters().intercepted;
-        let res = (|| -> Result<String, String> {
-            // First step alone, against float64.
-            poison()?;
-            cu.copy_async(bufs[0].1, pristine.1, m * h * 2, stream)?;
-            let st = step.run(&self.h, alpha, dws[0].1, bufs[0].1, bufs[1].1, 0, 0, stream);
-            if st != skinnylt::abi::STATUS_SUCCESS {
-                return Err(format!("step 0: {}", skinnylt::abi::status_name(st)));
-            }
-            cu.sync(stream)?;
-            let mut y1 = vec![0u16; m * h];
-            cu.dtoh(&mut y1, bufs[1].1)?;
-            let r = reference::reference(dtype, m, h, h, &w[0], h, &x0, h, None, alpha as f64);
-            match reference::rel_error(dtype, m, h, &y1, h, &r) {
-                Some(e) if e <= reference::tolerance(dtype) => {}
-                e => return Err(format!("step 0 against float64: {e:?}")),
-            }
-            poison()?;
-            run(true)?;
-            let want = read()?;
-            if want.1.contains(&0xffff) {
-                return Err("synchronised chain left poison in the output".into());
-            }
-            poison()?;
-            run(false)?;
-            if read()? != want {
-                return Err("eager chain without syncs differs from the synchronised chain".into());
-            }
-            let exec = cu.capture(stream, || run(false))?;
-            for rep in 1..=200 {
-                if rep % 50 == 0 {
-                    poison()?;
-                }
-                cu.graph_launch(exec, stream)?;
-                if rep % 50 == 0 && read()? != want {
-                    cu.graph_destroy(exec);
-                    return Err(format!("graph replay {rep} differs from the synchronised chain"));
-                }
-            }
-            cu.graph_destroy(exec);
-            Ok(format!("{} steps; eager and 200 replays bitwise equal to synchronised runs; PDL {}", steps + 1, self.pdl))
-        })();
-        cu.sync(stream)?;
-        cu.stream_destroy(stream);
+        let res = chain.check(&self.h, self.pdl);
+        cu.sync(chain.stream)?;
+        cu.stream_destroy(chain.stream);
         let ran = crate::counters().intercepted - intercepted;
         let res = match res {
             Ok(_) if ran == 0 => Err("no step was run by skinnylt".into()),
             r => r.map(|d| format!("{d}; {ran} calls run by skinnylt")),
         };
-        self.record(NAME.into(), res);
+        self.record(CHAIN_TEST.into(), res);
         Ok(())
     }
 
@@ -552,21 +552,11 @@ impl<'a> Suite<'a> {
         let cu = self.cu;
         let (s1, s2) = (cu.stream_create()?, cu.stream_create()?);
         let (ia, ib) = (self.inputs(a)?, self.inputs(b)?);
-        let mut want = Vec::new();
-        for (c, i) in [(a, &ia), (b, &ib)] {
-            if let Err(e) = self.launch(c, i, s1) {
-                cu.stream_destroy(s1);
-                cu.stream_destroy(s2);
-                self.record("two streams on one handle (split-K)".into(), Err(e.clone()));
-                return Err(e);
-            }
-            cu.sync(s1)?;
-            want.push(self.read(c, i)?);
-        }
+        let want = self.eager_runs(STREAMS_TEST, &[(a, &ia), (b, &ib)], &[s1, s2], false)?;
         let mut res = Ok("bitwise equal to single-stream runs".to_owned());
         for round in 0..50 {
-            cu.memset16(ia.dy.1, 0xffff, a.m * a.ldy)?;
-            cu.memset16(ib.dy.1, 0xffff, b.m * b.ldy)?;
+            self.poison(a, &ia)?;
+            self.poison(b, &ib)?;
             for _ in 0..4 {
                 self.launch(a, &ia, s1)?;
                 self.launch(b, &ib, s2)?;
@@ -580,7 +570,153 @@ impl<'a> Suite<'a> {
         }
         cu.stream_destroy(s1);
         cu.stream_destroy(s2);
-        self.record("two streams on one handle (split-K)".into(), res);
+        self.record(STREAMS_TEST.into(), res);
+        Ok(())
+    }
+}
+
+/// The dependent chain, bf16: `STEPS` square steps of `HIDDEN` on M = `M` tokens,
+/// each reading the previous step's output as X (read after write) and overwriting
+/// the buffer the previous step read (write after read): bufs[0] = X0; step i reads
+/// bufs[i % 2], writes bufs[(i + 1) % 2]. Then a last step Y = X_last · (final
+/// buffer)ᵀ reads a previous output as its *weights* (M × HIDDEN), which the
+/// kernels prefetch before waiting.
+struct Chain<'a> {
+    cu: &'a Gpu,
+    step: Linear,
+    last: Linear,
+    /// The steps' weights, and X0: host copies for the float64 check of step 0.
+    w: Vec<Vec<u16>>,
+    x0: Vec<u16>,
+    dws: Vec<Buf<'a>>,
+    /// X0, copied into bufs[0] at the start of every run.
+    pristine: Buf<'a>,
+    bufs: [Buf<'a>; 2],
+    /// The last step's X (LAST_M × HIDDEN) and Y (LAST_M × M).
+    dxl: Buf<'a>,
+    dyl: Buf<'a>,
+    stream: *mut c_void,
+}
+
+impl<'a> Chain<'a> {
+    const DTYPE: DType = DType::Bf16;
+    const M: usize = 8;
+    const HIDDEN: usize = 2048;
+    const STEPS: usize = 6;
+    const LAST_M: usize = 4;
+    /// Keeps values in range along the chain.
+    const ALPHA: f32 = 1.0 / 64.0;
+
+    fn new(cu: &'a Gpu, rng: &mut Rng) -> Result<Chain<'a>, String> {
+        let (dtype, m, h, mw) = (Self::DTYPE, Self::M, Self::HIDDEN, Self::LAST_M);
+        let w: Vec<Vec<u16>> = (0..Self::STEPS).map(|_| reference::random_matrix(rng, dtype, h, h, h)).collect();
+        let x0 = reference::random_matrix(rng, dtype, m, h, h);
+        let xl = reference::random_matrix(rng, dtype, mw, h, h);
+        let dws: Vec<Buf> = w.iter().map(|v| cu.malloc(v.len() * 2).map(|p| Buf(cu, p))).collect::<Result<_, _>>()?;
+        for (d, v) in dws.iter().zip(&w) {
+            cu.htod(d.1, v)?;
+        }
+        let (pristine, bufs) = (Buf(cu, cu.malloc(m * h * 2)?), [Buf(cu, cu.malloc(m * h * 2)?), Buf(cu, cu.malloc(m * h * 2)?)]);
+        let (dxl, dyl) = (Buf(cu, cu.malloc(mw * h * 2)?), Buf(cu, cu.malloc(mw * m * 2)?));
+        cu.htod(pristine.1, &x0)?;
+        cu.htod(dxl.1, &xl)?;
+        let step = Linear::new(dtype, m as u64, h as u64, h as u64, h as u64, h as u64, h as u64, None)?;
+        let last = Linear::new(dtype, mw as u64, m as u64, h as u64, h as u64, h as u64, m as u64, None)?;
+        let stream = cu.stream_create()?;
+        Ok(Chain { cu, step, last, w, x0, dws, pristine, bufs, dxl, dyl, stream })
+    }
+
+    /// The whole chain on the stream, from X0; with `sync`, waiting after each step.
+    fn run(&self, h: &Handle, sync: bool) -> Result<(), String> {
+        let (cu, stream) = (self.cu, self.stream);
+        cu.copy_async(self.bufs[0].1, self.pristine.1, Self::M * Self::HIDDEN * 2, stream)?;
+        for (i, dw) in self.dws.iter().enumerate() {
+            let st = self.step.run(h, Self::ALPHA, dw.1, self.bufs[i % 2].1, self.bufs[(i + 1) % 2].1, 0, 0, stream);
+            if st != skinnylt::abi::STATUS_SUCCESS {
+                return Err(format!("step {i}: {}", skinnylt::abi::status_name(st)));
+            }
+            if sync {
+                cu.sync(stream)?;
+            }
+        }
+        let st = self.last.run(h, 1.0, self.bufs[Self::STEPS % 2].1, self.dxl.1, self.dyl.1, 0, 0, stream);
+        if st != skinnylt::abi::STATUS_SUCCESS {
+            return Err(format!("last step: {}", skinnylt::abi::status_name(st)));
+        }
+        Ok(())
+    }
+
+    /// The chain's outputs once the stream is done: the final buffer and Y.
+    fn read(&self) -> Result<(Vec<u16>, Vec<u16>), String> {
+        let (m, h, mw) = (Self::M, Self::HIDDEN, Self::LAST_M);
+        let (mut a, mut b) = (vec![0u16; m * h], vec![0u16; mw * m]);
+        self.cu.sync(self.stream)?;
+        self.cu.dtoh(&mut a, self.bufs[Self::STEPS % 2].1)?;
+        self.cu.dtoh(&mut b, self.dyl.1)?;
+        Ok((a, b))
+    }
+
+    /// NaN poison over both step buffers and Y.
+    fn poison(&self) -> Result<(), String> {
+        let (m, h, mw) = (Self::M, Self::HIDDEN, Self::LAST_M);
+        self.cu.memset16(self.bufs[0].1, 0xffff, m * h)?;
+        self.cu.memset16(self.bufs[1].1, 0xffff, m * h)?;
+        self.cu.memset16(self.dyl.1, 0xffff, mw * m)
+    }
+
+    /// The test: step 0 against float64, then the synchronised chain, the eager
+    /// chain and the graph replays compared bit for bit.
+    fn check(&self, h: &Handle, pdl: bool) -> Result<String, String> {
+        self.first_step(h)?;
+        self.poison()?;
+        self.run(h, true)?;
+        let want = self.read()?;
+        if want.1.contains(&0xffff) {
+            return Err("synchronised chain left poison in the output".into());
+        }
+        self.poison()?;
+        self.run(h, false)?;
+        if self.read()? != want {
+            return Err("eager chain without syncs differs from the synchronised chain".into());
+        }
+        self.replays(h, &want)?;
+        Ok(format!("{} steps; eager and 200 replays bitwise equal to synchronised runs; PDL {pdl}", Self::STEPS + 1))
+    }
+
+    /// The first step alone, against float64.
+    fn first_step(&self, h: &Handle) -> Result<(), String> {
+        let (cu, stream, dtype, m, hd) = (self.cu, self.stream, Self::DTYPE, Self::M, Self::HIDDEN);
+        self.poison()?;
+        cu.copy_async(self.bufs[0].1, self.pristine.1, m * hd * 2, stream)?;
+        let st = self.step.run(h, Self::ALPHA, self.dws[0].1, self.bufs[0].1, self.bufs[1].1, 0, 0, stream);
+        if st != skinnylt::abi::STATUS_SUCCESS {
+            return Err(format!("step 0: {}", skinnylt::abi::status_name(st)));
+        }
+        cu.sync(stream)?;
+        let mut y1 = vec![0u16; m * hd];
+        cu.dtoh(&mut y1, self.bufs[1].1)?;
+        let r = reference::reference(dtype, m, hd, hd, &self.w[0], hd, &self.x0, hd, None, Self::ALPHA as f64);
+        match reference::rel_error(dtype, m, hd, &y1, hd, &r) {
+            Some(e) if e <= reference::tolerance(dtype) => Ok(()),
+            e => Err(format!("step 0 against float64: {e:?}")),
+        }
+    }
+
+    /// 200 replays of the captured eager chain, compared with `want` every 50th.
+    fn replays(&self, h: &Handle, want: &(Vec<u16>, Vec<u16>)) -> Result<(), String> {
+        let (cu, stream) = (self.cu, self.stream);
+        let exec = cu.capture(stream, || self.run(h, false))?;
+        for rep in 1..=200 {
+            if rep % 50 == 0 {
+                self.poison()?;
+            }
+            cu.graph_launch(exec, stream)?;
+            if rep % 50 == 0 && self.read()? != *want {
+                cu.graph_destroy(exec);
+                return Err(format!("graph replay {rep} differs from the synchronised chain"));
+            }
+        }
+        cu.graph_destroy(exec);
         Ok(())
     }
 }

@@ -7,21 +7,22 @@
 
 use std::time::Instant;
 
+use skinnylt::engine::{Call, Device};
 use skinnylt::gpu::{self, Stream};
-use skinnylt::engine::Call;
+use skinnylt::kernels::{self, KernelEntry};
 use skinnylt::route::{DType, Form, Problem};
+use skinnylt::tuning;
 use skinnylt::tuning::Choice;
-use skinnylt::tuning::fallback::MIN_BLOCKS;
+use skinnylt::tuning::fallback::{Fallback, MIN_BLOCKS};
 use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
-use skinnylt::{engine, kernels, tuning};
 
+use crate::bench::{ColdSets, Rig, ShapeArgs, median, on_gpu, time_graph, units};
+use crate::client::Handle;
 use crate::gpu::{Buf, Gpu};
 use crate::grid::Shape;
-use crate::vendor::{self, OwnedProblem};
-use crate::bench::{ColdSets, ShapeArgs, copy_bandwidth, median, on_gpu, time_graph, units, vendor_time};
-use crate::client::Handle;
 use crate::progress::Progress;
 use crate::reference::{self, Rng};
+use crate::vendor;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -84,15 +85,44 @@ fn out_path(a: &Args, arch: gpu::Arch, device: Option<&str>, pdl: bool) -> Strin
 }
 
 fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
-    let dev = engine::device(0)?;
-    cu.make_current(dev.ctx)?;
-    let arch = dev.arch;
-    let out = out_path(a, arch, Some(&dev.info.name), dev.pdl());
-    let lt = vendor::for_backend(cu.backend())?;
+    let rig = Rig::open(cu)?;
+    let dev = &rig.dev;
+    let out = out_path(a, dev.arch, Some(&dev.info.name), dev.pdl());
     let dtype: DType = a.select.dtype.into();
-    let s = cu.stream_create()?;
-    let bw = copy_bandwidth(cu, s)?;
-    let mut file: TuningFile = std::fs::read_to_string(&out)
+    let mut file = resume(&out, dev)?;
+    // Confirmation rounds: an odd number, so that the median is one of them.
+    let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
+    file.provenance = measured_provenance(&rig, rounds);
+    let shapes: Vec<Shape> = a.select.shapes()?;
+    let (h, ws) = rig.handle_and_workspace()?;
+    let mut rng = Rng(0x7e57);
+    let tuner = Tuner { rig: &rig, a, dtype, rounds, progress: Progress::new(shapes.len()), ws, h };
+    for (si, sh) in shapes.iter().enumerate() {
+        // Model entries (tune --model, the shipped AMD tables) are replaced, not kept.
+        if file.entries.iter().any(|e| same_shape(e, dtype, sh) && e.source.starts_with("measured")) {
+            tuner.progress.skip();
+            continue;
+        }
+        tuner.progress.start(sh);
+        let setup = Instant::now();
+        let (cs, want) = tuner.inputs(sh, &mut rng)?;
+        let found = tuner.search(sh, &cs, &want)?;
+        tuner.add_entries(&mut file, sh, m_max(&shapes, sh), &found);
+        tuner.progress.println(tuner.report_line(sh, (si + 1, shapes.len()), &found, setup));
+        // Written after every shape, so that an interrupted run resumes.
+        file.entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
+        write_file(&out, &file)?;
+        tuner.progress.inc();
+    }
+    tuner.progress.finish();
+    Ok(())
+}
+
+/// The output file to resume (its shapes are skipped), else a new one for this
+/// device.
+fn resume(out: &str, dev: &Device) -> Result<TuningFile, String> {
+    let arch = dev.arch;
+    let file: TuningFile = std::fs::read_to_string(out)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_else(|| TuningFile {
@@ -107,227 +137,362 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
     if file.arch != arch.name() {
         return Err(format!("{out} is a tuning file for {}, this device is {}: pass --out", file.arch, arch.name()));
     }
-    // Confirmation rounds: an odd number, so that the median is one of them.
-    let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
-    file.provenance = Provenance {
-        device: format!("{} ({}), copy {:.2} TB/s, {} {}", dev.info.name, units(&dev.info), bw / 1e12, lt.name(), lt.version()),
-        date: today(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        notes: format!(
+    Ok(file)
+}
+
+/// Where measured entries come from: the device, the vendor library and the method.
+fn measured_provenance(rig: &Rig, rounds: usize) -> Provenance {
+    let (info, lt) = (&rig.dev.info, &rig.lt);
+    provenance(
+        format!("{} ({}), copy {:.2} TB/s, {} {}", info.name, units(info), rig.bw / 1e12, lt.name(), lt.version()),
+        format!(
             "measured: graph replay, cold weights (rotated sets > 3x L2), median; vendor = fastest of {}'s top-8 in the same run; {}speedup < 1.03 => forward",
             lt.name(),
             if rounds > 0 { format!("the winner and the vendor re-timed alternately, {rounds} rounds, medians; ") } else { String::new() }
         ),
-    };
-    let shapes: Vec<Shape> = a.select.shapes()?;
-    // Token ranges: each measured M covers up to the next measured M of its shape.
-    let h = Handle::new()?;
-    let ws_bytes = 32usize << 20;
-    let ws = Buf(cu, cu.malloc(ws_bytes)?);
-    let mut rng = Rng(0x7e57);
-    let total = shapes.len();
-    let progress = Progress::new(total);
-    for (si, sh) in shapes.iter().enumerate() {
-        // Model entries (tune --model, the shipped AMD tables) are replaced, not kept.
-        let done = file
-            .entries
-            .iter()
-            .any(|e| e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m && e.source.starts_with("measured"));
-        if done {
-            progress.skip();
-            continue;
-        }
-        progress.start(sh);
-        let setup = Instant::now();
+    )
+}
+
+/// A file's provenance: `device` and `notes`, with today's date and this command line.
+fn provenance(device: String, notes: String) -> Provenance {
+    Provenance { device, date: today(), command: std::env::args().collect::<Vec<_>>().join(" "), notes }
+}
+
+/// Writes a tuning file: pretty JSON and a final newline.
+fn write_file(out: &str, file: &TuningFile) -> Result<(), String> {
+    std::fs::write(out, serde_json::to_string_pretty(file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())
+}
+
+/// Whether `e` is the entry of shape `sh` (at its M) for `dtype`.
+fn same_shape(e: &Entry, dtype: DType, sh: &Shape) -> bool {
+    e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m
+}
+
+/// The token range of `sh`'s entry ends below the next measured M of its shape
+/// (N, K, bias), or at its own M for the largest.
+fn m_max(shapes: &[Shape], sh: &Shape) -> u32 {
+    let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
+    next_m.map_or(sh.m, |nm| nm - 1)
+}
+
+/// The entry of `sh` for `dtype`, covering M from `sh.m` to `m_max`, with no kernel,
+/// split 1 and no times: callers set what they chose and measured.
+fn shape_entry(dtype: DType, sh: &Shape, m_max: u32, source: String) -> Entry {
+    Entry { dtype, n: sh.n, k: sh.k, bias: sh.bias, m_min: sh.m, m_max, kernel: None, split_k: 1, source, us: None, vendor_us: None }
+}
+
+/// A time as the file keeps it: µs, two decimals.
+fn hundredths(us: f64) -> f64 {
+    (us * 100.0).round() / 100.0
+}
+
+/// What `tune` times every shape with: the opened device, the command's
+/// arguments, the progress bar, the workspace of timed calls and skinnylt's handle.
+struct Tuner<'a> {
+    rig: &'a Rig<'a>,
+    a: &'a Args,
+    dtype: DType,
+    /// Rounds of the confirmation pass (odd; 0: none).
+    rounds: usize,
+    progress: Progress,
+    ws: Buf<'a>,
+    h: Handle,
+}
+
+/// What the search and the confirmation pass found for one shape.
+struct Found {
+    kernel: usize,
+    split_k: u32,
+    /// The winner's time in the search, and the times that decide (the
+    /// confirmation pass's medians, or the search's).
+    searched: f64,
+    ours: f64,
+    vendor: f64,
+    /// Candidates timed, and candidates that ran but failed the float64 check.
+    tried: usize,
+    rejected: usize,
+}
+
+impl Found {
+    /// skinnylt must beat the vendor by 3 %, or the shape is forwarded.
+    fn forward(&self) -> bool {
+        self.ours * 1.03 > self.vendor
+    }
+}
+
+impl<'a> Tuner<'a> {
+    /// Kernel `ki` of the device's arch.
+    fn kernel(&self, ki: usize) -> &'static KernelEntry {
+        &kernels::for_arch(self.rig.dev.arch).kernels[ki]
+    }
+
+    /// One shape's cold sets, and the float64 output of their inputs (every set
+    /// holds the same weights and activations).
+    fn inputs(&self, sh: &Shape, rng: &mut Rng) -> Result<(ColdSets<'a>, Vec<f64>), String> {
+        let cs = ColdSets::new(self.rig.cu, self.rig.s, self.rig.dev.info.l2_bytes, rng, self.dtype, sh)?;
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-        let cs = ColdSets::new(cu, s, dev.info.l2_bytes, &mut rng, dtype, sh)?;
-        let (sets, count, wb, xb, yb, db, w0, x, bias) = (cs.sets, cs.count, &cs.w, &cs.xs, &cs.ys, &cs.db, &cs.w0, &cs.x, &cs.bias);
-        let want = reference::reference(dtype, m, n, k, w0, k, x, k, sh.bias.then_some(&bias[..]), 1.0);
-        let problem = |j: usize| Problem {
-            dtype,
-            form: Form::Linear,
-            m: sh.m,
-            n: sh.n,
-            k: sh.k,
-            w: wb[j].1,
-            ldw: k as u64,
-            x: xb[j].1,
-            ldx: k as u64,
-            y: yb[j].1,
-            ldy: n as u64,
-            bias: if sh.bias { db.1 } else { 0 },
-            alpha: 1.0,
-        };
+        let want = reference::reference(self.dtype, m, n, k, &cs.w0, k, &cs.x, k, sh.bias.then_some(&cs.bias[..]), 1.0);
+        Ok((cs, want))
+    }
+
+    /// The vendor's time on the cold sets (at least 5 replays).
+    fn vendor_time(&self, p: &vendor::Problem, cs: &ColdSets) -> f64 {
+        self.rig.vendor_time(self.a.reps.max(5), p, cs, &self.ws)
+    }
+
+    /// Searches `sh` (cold sets `cs`, float64 output `want`) and times the winner
+    /// against the vendor.
+    fn search(&self, sh: &Shape, cs: &ColdSets, want: &[f64]) -> Result<Found, String> {
         // Vendor: the fastest of its top-8. Without the confirmation pass, timed before
         // and after our candidates (the best of both), so neither side is timed alone on
         // a GPU whose clocks dropped while the host computed the reference; with it, the
         // pass's rounds alone decide.
-        let p = OwnedProblem::new(&*lt, lt.problem(dtype, m as u64, n as u64, k as u64, if sh.bias { db.1 } else { 0 }, ws_bytes as u64, 8)?);
-        let time_vendor = || vendor_time(cu, s, a.reps.max(5), &*lt, &p, &cs, &ws, ws_bytes);
-        let vendor_before = (rounds == 0).then(&time_vendor);
+        let p = self.rig.vendor_problem(self.dtype, sh, cs)?;
+        let vendor_before = (self.rounds == 0).then(|| self.vendor_time(&p, cs));
         // The time limit counts candidates only: on the largest shapes the host reference
         // alone takes seconds.
         let t0 = Instant::now();
-        let mut best: Option<(f64, Choice)> = None;
-        let call = Call { workspace: 0, workspace_size: 0, stream: Stream(s) };
-        let time_choice = |choice: Choice, reps: usize| {
-            time_graph(cu, s, reps, count, || {
-                for c in 0..count {
-                    crate::engines().run_choice(h.0 as usize, &problem(c % sets), choice, &call).map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            })
+        let mut search = Search { tuner: self, sh, cs, want, call: Call { workspace: 0, workspace_size: 0, stream: Stream(self.rig.s) }, t0, best: None, tried: 0, rejected: 0 };
+        let mut candidates = search.candidates();
+        // Two rounds, so that the bounded time goes first where the winner is likely:
+        // (1) every kernel once, at the first split that gives every SM a CTA, the
+        // kernels that read W the fewest times (token tile covering M) first; (2) every
+        // split of each kernel, in the order of round 1's times, while the time limit allows.
+        candidates.sort_by_key(|(ki, _)| sh.m.div_ceil(self.kernel(*ki).config.tile_m));
+        let screened = search.screen(&candidates)?;
+        search.finals(&screened)?;
+        let Some((searched, choice)) = search.best else { return Err(format!("no candidate ran for {sh:?}")) };
+        let (ours, vendor) = match vendor_before {
+            Some(before) => (searched, before.min(self.vendor_time(&p, cs))),
+            None => search.confirm(choice, || self.vendor_time(&p, cs))?,
         };
-        let mut tried = 0;
-        let mut rejected = 0;
-        // Checks one candidate on poisoned output, then times it (None: it could not
-        // run or failed the check).
-        let mut measure = |choice: Choice, reps: usize| -> Result<Option<f64>, String> {
-            cu.memset16(yb[0].1, 0xffff, m * n)?;
-            if crate::engines().run_choice(h.0 as usize, &problem(0), choice, &call).is_err() {
-                return Ok(None);
-            }
-            cu.sync(s)?;
-            let mut y = vec![0u16; m * n];
-            cu.dtoh(&mut y, yb[0].1)?;
-            match reference::rel_error(dtype, m, n, &y, n, &want) {
-                Some(e) if e <= reference::tolerance(dtype) => {}
-                _ => {
-                    rejected += 1;
-                    return Ok(None);
-                }
-            }
-            tried += 1;
-            let t = time_choice(choice, reps)?;
-            if a.verbose {
-                let Choice::Run { kernel, split_k } = choice else { unreachable!() };
-                progress.println(format!("    {} split {split_k}: {t:.2} µs", kernels::for_arch(arch).kernels[kernel].name));
-            }
-            Ok(Some(t))
-        };
-        // Candidates: every compiled kernel of the dtype whose token tile is not much
-        // larger than M, each with the distinct splits its launch plan allows (a plan
-        // may cap a split: record the split that really runs).
-        let units = dev.info.units.max(1);
-        let mut kernels_splits: Vec<(usize, Vec<u32>)> = Vec::new();
-        for (ki, ke) in kernels::for_arch(arch).kernels.iter().enumerate() {
+        drop(p);
+        let Choice::Run { kernel, split_k } = choice else { unreachable!() };
+        Ok(Found { kernel, split_k, searched, ours, vendor, tried: search.tried, rejected: search.rejected })
+    }
+
+    /// Writes `sh`'s entry (and with --mirror-dtype the other dtype's, same choice),
+    /// replacing an earlier one.
+    fn add_entries(&self, file: &mut TuningFile, sh: &Shape, m_max: u32, found: &Found) {
+        let (dtype, forward) = (self.dtype, found.forward());
+        let ke = self.kernel(found.kernel);
+        for d in if self.a.mirror_dtype { vec![dtype, other(dtype)] } else { vec![dtype] } {
+            file.entries.retain(|e| !same_shape(e, d, sh));
+            let source = if d == dtype { "measured".into() } else { format!("measured ({})", dtype.name()) };
+            file.entries.push(Entry {
+                kernel: (!forward).then_some(ke.config),
+                split_k: if forward { 1 } else { found.split_k },
+                us: Some(hundredths(found.ours)),
+                vendor_us: Some(hundredths(found.vendor)),
+                ..shape_entry(d, sh, m_max, source)
+            });
+        }
+    }
+
+    /// The line printed for shape number `at.0` of `at.1`.
+    fn report_line(&self, sh: &Shape, at: (usize, usize), f: &Found, setup: Instant) -> String {
+        format!(
+            "[{}/{}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs{}, vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
+            at.0,
+            at.1,
+            sh.group,
+            sh.m,
+            sh.n,
+            sh.k,
+            sh.bias,
+            self.kernel(f.kernel).name,
+            f.split_k,
+            f.ours,
+            if self.rounds > 0 { format!(" (search {:.2})", f.searched) } else { String::new() },
+            f.vendor,
+            f.vendor / f.ours,
+            if f.forward() { " -> forward" } else { "" },
+            f.tried,
+            f.rejected,
+            setup.elapsed().as_secs_f64()
+        )
+    }
+}
+
+/// A candidate: a kernel (its index) and the distinct splits its launch plan allows.
+type Candidate = (usize, Vec<u32>);
+
+/// A kernel screened in round 1: its time there, its index and its splits.
+type Screened<'c> = (f64, usize, &'c [u32]);
+
+/// The search of one shape: its cold sets and float64 output, when its time limit
+/// started, the best (time, choice) so far and the candidates' tallies.
+struct Search<'a> {
+    tuner: &'a Tuner<'a>,
+    sh: &'a Shape,
+    cs: &'a ColdSets<'a>,
+    want: &'a [f64],
+    call: Call,
+    t0: Instant,
+    best: Option<(f64, Choice)>,
+    tried: usize,
+    rejected: usize,
+}
+
+impl Search<'_> {
+    /// The problem of call `c` of a graph (call 0 for the check and for plans).
+    fn problem(&self, c: usize) -> Problem {
+        let (sh, (w, x, y)) = (self.sh, self.cs.set(c));
+        Problem {
+            dtype: self.tuner.dtype,
+            form: Form::Linear,
+            m: sh.m,
+            n: sh.n,
+            k: sh.k,
+            w,
+            ldw: sh.k as u64,
+            x,
+            ldx: sh.k as u64,
+            y,
+            ldy: sh.n as u64,
+            bias: if sh.bias { self.cs.db.1 } else { 0 },
+            alpha: 1.0,
+        }
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.t0.elapsed().as_secs_f64() > self.tuner.a.seconds_per_shape
+    }
+
+    /// Candidates: every compiled kernel of the dtype whose token tile is not much
+    /// larger than M, each with the distinct splits its launch plan allows (a plan
+    /// may cap a split: record the split that really runs).
+    fn candidates(&self) -> Vec<Candidate> {
+        let (sh, dtype) = (self.sh, self.tuner.dtype);
+        let mut candidates = Vec::new();
+        for (ki, ke) in kernels::for_arch(self.tuner.rig.dev.arch).kernels.iter().enumerate() {
             if ke.dtype != dtype || ke.config.tile_m > sh.m.next_power_of_two().max(8) {
                 continue;
             }
-            if a.kernel_filter.as_deref().is_some_and(|f| !ke.name.contains(f)) {
+            if self.tuner.a.kernel_filter.as_deref().is_some_and(|f| !ke.name.contains(f)) {
                 continue;
             }
             let nkb = sh.k.div_ceil(ke.config.tile_k);
             let cap = if ke.config.cluster { skinnylt::tuning::schema::MAX_CLUSTER_SPLIT } else { u32::MAX };
             let mut splits = Vec::new();
             for &asked in SPLITS.iter().filter(|&&sp| (sp == 1 || nkb / sp >= MIN_BLOCKS) && sp <= cap) {
-                let Ok(plan) = crate::engines().plan_choice(h.0 as usize, &problem(0), Choice::Run { kernel: ki, split_k: asked }) else { continue };
+                let Ok(plan) = crate::engines().plan_choice(self.tuner.h.0 as usize, &self.problem(0), Choice::Run { kernel: ki, split_k: asked }) else { continue };
                 if !splits.contains(&plan.split_k) {
                     splits.push(plan.split_k);
                 }
             }
             if !splits.is_empty() {
-                kernels_splits.push((ki, splits));
+                candidates.push((ki, splits));
             }
         }
-        // Two rounds, so that the bounded time goes first where the winner is likely:
-        // (1) every kernel once, at the first split that gives every SM a CTA, the
-        // kernels that read W the fewest times (token tile covering M) first; (2) every
-        // split of each kernel, in the order of round 1's times, while the time limit allows.
-        kernels_splits.sort_by_key(|(ki, _)| sh.m.div_ceil(kernels::for_arch(arch).kernels[*ki].config.tile_m));
-        let mut screened: Vec<(f64, usize, &Vec<u32>)> = Vec::new();
-        for (ki, splits) in &kernels_splits {
-            if t0.elapsed().as_secs_f64() > a.seconds_per_shape {
+        candidates
+    }
+
+    /// Round 1: each kernel at its screening split, in the candidates' order, while
+    /// the time limit allows; (time, kernel, splits), fastest first.
+    fn screen<'c>(&mut self, candidates: &'c [Candidate]) -> Result<Vec<Screened<'c>>, String> {
+        let (sh, units) = (self.sh, self.tuner.rig.dev.info.units.max(1));
+        let mut screened: Vec<Screened> = Vec::new();
+        for (ki, splits) in candidates {
+            if self.out_of_time() {
                 break;
             }
-            let c = kernels::for_arch(arch).kernels[*ki].config;
+            let c = self.tuner.kernel(*ki).config;
             let tiles = sh.n.div_ceil(c.tile_n) * sh.m.div_ceil(c.tile_m);
             let choice = Choice::Run { kernel: *ki, split_k: screening_split(splits, tiles, units) };
-            if let Some(t) = measure(choice, a.reps.min(3))? {
+            if let Some(t) = self.measure(choice, self.tuner.a.reps.min(3))? {
                 screened.push((t, *ki, splits));
-                if best.is_none_or(|(bt, _)| t < bt) {
-                    best = Some((t, choice));
+                if self.best.is_none_or(|(bt, _)| t < bt) {
+                    self.best = Some((t, choice));
                 }
             }
         }
         screened.sort_by(|x, y| x.0.total_cmp(&y.0));
-        'finals: for &(_, ki, splits) in &screened {
+        Ok(screened)
+    }
+
+    /// Round 2: every split of each screened kernel, fastest kernel first, while the
+    /// time limit allows.
+    fn finals(&mut self, screened: &[Screened]) -> Result<(), String> {
+        for &(_, ki, splits) in screened {
             for &split in splits {
-                if t0.elapsed().as_secs_f64() > a.seconds_per_shape {
-                    break 'finals;
+                if self.out_of_time() {
+                    return Ok(());
                 }
                 let choice = Choice::Run { kernel: ki, split_k: split };
                 // The screening time of this choice was taken with fewer reps: time it again.
-                if let Some(t) = measure(choice, a.reps)?
-                    && best.is_none_or(|(bt, bc)| t < bt || bc == choice)
+                if let Some(t) = self.measure(choice, self.tuner.a.reps)?
+                    && self.best.is_none_or(|(bt, bc)| t < bt || bc == choice)
                 {
-                    best = Some((t, choice));
+                    self.best = Some((t, choice));
                 }
             }
         }
-        let Some((searched, choice)) = best else { return Err(format!("no candidate ran for {sh:?}")) };
-        // The confirmation pass: the search's best is the minimum of many noisy
-        // timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
-        // measured 0.89-0.98x in the bench (docs/performance.md). (The vendor's time
-        // stays the fastest of its top-8 each round: biased low, towards forwarding.)
-        let (ours, vendor) = match vendor_before {
-            Some(before) => (searched, before.min(time_vendor())),
-            None => {
-                let (mut o, mut v) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
-                for _ in 0..rounds {
-                    o.push(time_choice(choice, a.reps)?);
-                    v.push(time_vendor());
-                }
-                (median(o), median(v))
-            }
-        };
-        drop(p);
-        let Choice::Run { kernel, split_k } = choice else { unreachable!() };
-        let ke = kernels::for_arch(arch).kernels[kernel];
-        let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
-        let m_max = next_m.map_or(sh.m, |nm| nm - 1);
-        let forward = ours * 1.03 > vendor;
-        for d in if a.mirror_dtype { vec![dtype, other(dtype)] } else { vec![dtype] } {
-            file.entries.retain(|e| !(e.dtype == d && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m));
-            file.entries.push(Entry {
-                dtype: d,
-                n: sh.n,
-                k: sh.k,
-                bias: sh.bias,
-                m_min: sh.m,
-                m_max,
-                kernel: (!forward).then_some(ke.config),
-                split_k: if forward { 1 } else { split_k },
-                source: if d == dtype { "measured".into() } else { format!("measured ({})", dtype.name()) },
-                us: Some((ours * 100.0).round() / 100.0),
-                vendor_us: Some((vendor * 100.0).round() / 100.0),
-            });
-        }
-        progress.println(format!(
-            "[{}/{total}] {} M={} N={} K={} bias={}: best {} split {} {:.2} µs{}, vendor {:.2} µs, {:.2}x{} ({} timed, {} rejected, {:.0} s)",
-            si + 1,
-            sh.group,
-            sh.m,
-            sh.n,
-            sh.k,
-            sh.bias,
-            ke.name,
-            split_k,
-            ours,
-            if rounds > 0 { format!(" (search {searched:.2})") } else { String::new() },
-            vendor,
-            vendor / ours,
-            if forward { " -> forward" } else { "" },
-            tried,
-            rejected,
-            setup.elapsed().as_secs_f64()
-        ));
-        file.entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
-        std::fs::write(&out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
-        progress.inc();
+        Ok(())
     }
-    progress.finish();
-    Ok(())
+
+    /// Checks one candidate on poisoned output, then times it (None: it could not
+    /// run or failed the check).
+    fn measure(&mut self, choice: Choice, reps: usize) -> Result<Option<f64>, String> {
+        if !self.passes(choice)? {
+            return Ok(None);
+        }
+        self.tried += 1;
+        let t = self.time(choice, reps)?;
+        if self.tuner.a.verbose {
+            let Choice::Run { kernel, split_k } = choice else { unreachable!() };
+            self.tuner.progress.println(format!("    {} split {split_k}: {t:.2} µs", self.tuner.kernel(kernel).name));
+        }
+        Ok(Some(t))
+    }
+
+    /// Whether `choice` runs and its output, written over NaN poison, matches the
+    /// float64 reference; one that runs and does not counts as rejected.
+    fn passes(&mut self, choice: Choice) -> Result<bool, String> {
+        let (cu, dtype) = (self.tuner.rig.cu, self.tuner.dtype);
+        let (m, n, y0) = (self.sh.m as usize, self.sh.n as usize, self.cs.ys[0].1);
+        cu.memset16(y0, 0xffff, m * n)?;
+        if crate::engines().run_choice(self.tuner.h.0 as usize, &self.problem(0), choice, &self.call).is_err() {
+            return Ok(false);
+        }
+        cu.sync(self.tuner.rig.s)?;
+        let mut y = vec![0u16; m * n];
+        cu.dtoh(&mut y, y0)?;
+        match reference::rel_error(dtype, m, n, &y, n, self.want) {
+            Some(e) if e <= reference::tolerance(dtype) => Ok(true),
+            _ => {
+                self.rejected += 1;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Time per GEMM of `choice` (µs), graph replay over the cold sets.
+    fn time(&self, choice: Choice, reps: usize) -> Result<f64, String> {
+        let count = self.cs.count;
+        time_graph(self.tuner.rig.cu, self.tuner.rig.s, reps, count, || {
+            for c in 0..count {
+                crate::engines().run_choice(self.tuner.h.0 as usize, &self.problem(c), choice, &self.call).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The confirmation pass: the search's best is the minimum of many noisy
+    /// timings, biased low. On an H200 three shapes kept at 1.03-1.09x that way
+    /// measured 0.89-0.98x in the bench (docs/performance.md). The winner and the
+    /// vendor are timed again, alternately, and compared by their medians. (The
+    /// vendor's time stays the fastest of its top-8 each round: biased low, towards
+    /// forwarding.)
+    fn confirm(&self, choice: Choice, vendor_time: impl Fn() -> f64) -> Result<(f64, f64), String> {
+        let rounds = self.tuner.rounds;
+        let (mut o, mut v) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+        for _ in 0..rounds {
+            o.push(self.time(choice, self.tuner.a.reps)?);
+            v.push(vendor_time());
+        }
+        Ok((median(o), median(v)))
+    }
 }
 
 /// The split a kernel is screened at: the first of its (ascending) `splits` whose grid
@@ -363,12 +528,35 @@ fn roofline(arch: gpu::Arch) -> (f64, f64, f64) {
 /// its FlyDSL split-K kernel) for every selected shape, with a roofline latency prediction.
 fn model(arch_name: &str, a: &Args) -> Result<(), String> {
     let arch = gpu::Arch::from_name(arch_name).ok_or_else(|| format!("unknown arch {arch_name}"))?;
-    let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);
+    let fallback = Fallback::for_arch(arch);
     let shapes = a.select.shapes()?;
     let (bw, eff, fixed_us) = roofline(arch);
+    let entries = model_entries(arch, &fallback, &shapes)?;
+    let file = TuningFile {
+        schema: 1,
+        arch: arch.name().into(),
+        devices: vec![],
+        provenance: provenance(
+            format!("model of {} ({} CUs, {:.1} TB/s peak HBM); not measured on the chip", arch.name(), arch.default_units(), bw / 1e12),
+            format!(
+                "hardware-aware model: tile_m covering M, ~2 CTAs per CU via split-K with >= 2 K blocks per split, over fallback.json (AITER FlyDSL priors); us = {fixed_us} µs + bytes / ({eff} x peak bandwidth), a prediction. Replace with `skinnylt tune` on the real GPU."
+            ),
+        ),
+        entries,
+    };
+    let out = out_path(a, arch, None, true);
+    write_file(&out, &file)?;
+    println!("{}: {} model entries written to {out}", arch.name(), file.entries.len());
+    Ok(())
+}
+
+/// The model's entries: the fallback's choice for every shape and dtype, with the
+/// roofline's latency.
+fn model_entries(arch: gpu::Arch, fallback: &Fallback, shapes: &[Shape]) -> Result<Vec<Entry>, String> {
+    let (bw, eff, fixed_us) = roofline(arch);
     let mut entries = Vec::new();
-    for sh in &shapes {
-        let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
+    for sh in shapes {
+        let m_max = m_max(shapes, sh);
         for dtype in DType::ALL {
             let p = sh.problem(dtype);
             let Some(Choice::Run { kernel, split_k }) = fallback.choose(arch.default_units(), &p) else {
@@ -376,38 +564,14 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
             };
             let bytes = 2.0 * (sh.n as f64 * sh.k as f64 + sh.m as f64 * sh.k as f64 + sh.m as f64 * sh.n as f64);
             entries.push(Entry {
-                dtype,
-                n: sh.n,
-                k: sh.k,
-                bias: sh.bias,
-                m_min: sh.m,
-                m_max: next_m.map_or(sh.m, |nm| nm - 1),
                 kernel: Some(kernels::for_arch(arch).kernels[kernel].config),
                 split_k,
-                source: "model".into(),
-                us: Some(((fixed_us + bytes / (bw * eff) * 1e6) * 100.0).round() / 100.0),
-                vendor_us: None,
+                us: Some(hundredths(fixed_us + bytes / (bw * eff) * 1e6)),
+                ..shape_entry(dtype, sh, m_max, "model".into())
             });
         }
     }
-    let file = TuningFile {
-        schema: 1,
-        arch: arch.name().into(),
-        devices: vec![],
-        provenance: Provenance {
-            device: format!("model of {} ({} CUs, {:.1} TB/s peak HBM); not measured on the chip", arch.name(), arch.default_units(), bw / 1e12),
-            date: today(),
-            command: std::env::args().collect::<Vec<_>>().join(" "),
-            notes: format!(
-                "hardware-aware model: tile_m covering M, ~2 CTAs per CU via split-K with >= 2 K blocks per split, over fallback.json (AITER FlyDSL priors); us = {fixed_us} µs + bytes / ({eff} x peak bandwidth), a prediction. Replace with `skinnylt tune` on the real GPU."
-            ),
-        },
-        entries,
-    };
-    let out = out_path(a, arch, None, true);
-    std::fs::write(&out, serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n").map_err(|e| e.to_string())?;
-    println!("{}: {} model entries written to {out}", arch.name(), file.entries.len());
-    Ok(())
+    Ok(entries)
 }
 
 #[cfg(test)]
