@@ -7,14 +7,6 @@
 #include "gemm_params.h"  // the kernel arguments: GemmParams, PDL_* flags, TmaMaps
 #include "prelude/prelude.h"
 
-// Timing hook: a probe that includes these headers may define SK_TRACE(point) to
-// record per-CTA timestamps at the phase boundaries (0 start, 1 prologue done,
-// 2 first stage landed, 3 main loop done, 4 partials staged / combined, 6 every
-// split's partial available, 5 stored). The library's own builds leave it empty.
-#ifndef SK_TRACE
-#define SK_TRACE(point)
-#endif
-
 // The entry point NAME of a kernel class (`...`) whose run(p, smem) takes the
 // arguments and the LDS: names the class NAME##_class, so that build.rs can check its
 // LDS_BYTES and THREADS against the Rust catalog in the generated instance file.
@@ -177,7 +169,6 @@ struct SplitCombine {
 #pragma unroll
           for (int q = 0; q < Q; ++q) store16_remote_async(slots + (rank - 1) * E4 + base + q * stride, 0, acc[q], received);
         }
-        SK_TRACE(6);
         return 0;
       }
       if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * E4 * 16));
@@ -188,7 +179,6 @@ struct SplitCombine {
         if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
       }
       mbar_wait_cluster(received, 0);
-      SK_TRACE(6);
       if (!holder) return 0;
       // In rank order, BATCH loads in flight: a load-add chain would wait out one LDS
       // latency per peer.
@@ -217,7 +207,6 @@ struct SplitCombine {
         for (int q = 0; q < Q; ++q) mine[base + q * stride] = acc[q];
       }
       cluster_sync();
-      SK_TRACE(6);
       const int rank = (int)cluster_rank();
       u32 owned = 0;
       if (holder) {
@@ -446,7 +435,6 @@ struct StagedTile {
       store16_remote_async(recv + (slot_of(rank, q) * slice + ch - q_lo) * 32 + (j & 1) * 16, (u32)q, v[j & 1], received);
     }
     mbar_wait_cluster(received, 0);  // our slice from every peer
-    SK_TRACE(6);
     for (int ch = lo + tid; ch < hi; ch += THREADS) {
       f32x4 a, b;
       sum_in_order(S, [&](int r, int h) {
@@ -478,7 +466,6 @@ struct StagedTile {
     }
     if (CLUSTER) {
       cluster_sync();  // every rank's stage is written
-      SK_TRACE(6);
       const int rank = (int)cluster_rank();
       const int lo = rank * CHUNKS / S, hi = (rank + 1) * CHUNKS / S;
       for (int ch = lo + tid; ch < hi; ch += THREADS) {
@@ -498,7 +485,6 @@ struct StagedTile {
       store_partial(mine + ch * 8 + 4, v[1]);
     }
     if (!arrive_last(p.counters + c.tile, (u32)S, tid, flag)) return;
-    SK_TRACE(6);
     for (int ch = tid; ch < CHUNKS; ch += THREADS) {
       f32x4 a, b;
       sum_in_order(S, [&](int s, int h) { return load_partial(slots + (i64)s * SLOT + ch * 8 + 4 * h); }, a, b);

@@ -159,7 +159,6 @@ struct SplitK {
   }
 
   static SK_DEVICE void run(const GemmParams& p, char* smem) {
-    SK_TRACE(0);
     const int tid = thread_id();
     const int wave = tid / WAVE, lane = tid % WAVE;
     const int wk = wave / (WM * WN), wmn = wave % (WM * WN);
@@ -170,7 +169,6 @@ struct SplitK {
     const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
     const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
     Combine::begin(p, (u32*)(smem + FLAG_OFFSET), tid);
-    SK_TRACE(1);
 
     char* const w_lds = smem;
     char* const x_lds = smem + STAGES * W_STAGE;
@@ -202,7 +200,6 @@ struct SplitK {
       if (i == trigger_at) pdl_launch_dependents();
       copy_wait<STAGES - 2, MIN_COPIES>();  // block i has landed (this wave's copies) ...
       barrier();                            // ... for every wave; stage i-1 is free again
-      if (i == 0) SK_TRACE(2);
       issue((i + STAGES - 1) % STAGES, kb_begin + i + STAGES - 1);
       if constexpr (!B_TO_LDS) load_w_regs(w_next, p, n_wave, kb_begin + i + 1, i + 1 < nb, lane, wk);
 
@@ -248,7 +245,6 @@ struct SplitK {
     }
     copy_wait<0, MIN_COPIES>();
     barrier();  // the ring is idle: its LDS may be reused
-    SK_TRACE(3);
     if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
 
     // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
@@ -284,7 +280,6 @@ struct SplitK {
     const u32 owned =
         Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, wk == 0, wmn * (RA * TA) * WAVE + lane, WAVE, c, tid, FLAG_OFFSET,
                      smem + RECV_OFFSET, RECV_SLOTS);
-    SK_TRACE(4);
     if (!owned) return;
 
     // ---- epilogue: the lane's bias values first, every load in flight at once (a
@@ -311,7 +306,6 @@ struct SplitK {
           store_output<T>(p, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r],
                           bias[ra][r]);
         }
-    SK_TRACE(5);
   }
 };
 

@@ -166,7 +166,6 @@ struct WgmmaSplitK {
       if (i == trigger_at) pdl_launch_dependents();
       const int s = i % STAGES;
       mbar_wait(full + s, (u32)(i / STAGES) & 1);
-      if (i == 0) SK_TRACE(2);
       multiply(d, smem_addr(smem + s * STAGE_BYTES), tid / 128);
       wgmma_wait<1>();  // block i-1's MMAs are done: its stage may be refilled
       pin(d);
@@ -177,7 +176,6 @@ struct WgmmaSplitK {
   }
 
   static SK_DEVICE void run(const GemmParams& p, const TmaMaps* maps, char* smem_raw) {
-    SK_TRACE(0);
     char* const smem = smem_raw + ((ALIGN - smem_addr(smem_raw) % ALIGN) % ALIGN);
     const int tid = thread_id();
     const int wg = tid / 128, warp = tid / 32 % 4, lane = tid % 32;
@@ -200,7 +198,6 @@ struct WgmmaSplitK {
     }
     const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
     Tile::begin(p, (u32*)(smem + FLAG_OFFSET), tid);
-    SK_TRACE(1);
 
     float d[RB][NACC];
 #pragma unroll
@@ -212,7 +209,6 @@ struct WgmmaSplitK {
     else
       main_loop_copy(p, smem, c, trigger_at, tid, d);
     barrier();  // the ring is idle: its LDS may be reused
-    SK_TRACE(3);
     if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
 
     // Stage the tile as fp32 token rows: d[rb][4j + r] = D[16 warp + lane/4 + 8(r>>1)][8j + 2(lane%4) + (r&1)]
@@ -228,9 +224,7 @@ struct WgmmaSplitK {
                 d[rb][4 * j + r];
     }
     barrier();
-    SK_TRACE(4);
     Tile::finish(p, smem, (u32*)(smem + FLAG_OFFSET), c, tid, FLAG_OFFSET, RECV_BYTES ? smem + RECV_OFFSET : nullptr);
-    SK_TRACE(5);
   }
 };
 
