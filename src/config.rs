@@ -10,6 +10,7 @@
 //! | `SKINNYLT_TUNING_DIR=dir` | where to look for `<arch>.json` (or the device's variant file) before the embedded copies |
 //! | `SKINNYLT_REAL_LIB=path` | the real hipBLASLt to forward to |
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
+//! | `SKINNYLT_RECORD=path` | write each distinct GEMM the application calls, once, as a JSON line (`%i` = pid) |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
 //! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | PDL knobs, measured defaults (docs/design.md) |
@@ -38,6 +39,8 @@ pub struct Config {
     /// activations too (`SKINNYLT_PDL_PREFETCH_X=0|1`). Measured knobs: docs/design.md.
     pub pdl_prefetch_row_bytes: i32,
     pub pdl_flags: i32,
+    /// `SKINNYLT_RECORD`: where to write each distinct call (`crate::record`).
+    pub record: Option<String>,
 }
 
 pub const DEFAULT_PDL_PREFETCH_ROW_BYTES: i32 = 1024;
@@ -85,6 +88,7 @@ impl Config {
             pdl_prefetch_row_bytes: get("SKINNYLT_PDL_PREFETCH")
                 .and_then(|v| v.trim().parse::<i32>().ok())
                 .map_or(DEFAULT_PDL_PREFETCH_ROW_BYTES, |b| b.clamp(0, 1 << 20)),
+            record: get("SKINNYLT_RECORD").filter(|v| !v.is_empty()),
             // `early`: a lead past any kernel's start, i.e. trigger before streaming.
             pdl_flags: PDL_TRIGGER
                 | if get("SKINNYLT_PDL_PREFETCH_X").is_some_and(|v| v.trim() == "0") { 0 } else { PDL_PREFETCH_X }

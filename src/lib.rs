@@ -16,7 +16,8 @@
 //! * `gpu` — one runtime trait, implemented by HIP and the CUDA driver, loaded at
 //!   run time.
 //! * `kernels` — the embedded code objects built from `kernels/` (device code).
-//! * `config`, `log`, `stats` — environment, logging, counters.
+//! * `config`, `log`, `stats`, `record` — environment, logging, counters, the
+//!   record of distinct calls (`SKINNYLT_RECORD`).
 //!
 //! The Rust API here serves the `skinnylt` tools (tools/); applications use the C
 //! API (`include/skinnylt.h` and hipBLASLt's header).
@@ -33,6 +34,7 @@ pub mod log;
 pub mod memo;
 pub mod process;
 pub mod real;
+pub mod record;
 pub mod route;
 pub mod shadow;
 pub mod stats;

@@ -76,6 +76,13 @@ fn sink() -> &'static Mutex<Box<dyn Write + Send>> {
     })
 }
 
+/// A problem with what the user configured: written at warn level whether or not
+/// logging is on, since a setting the user asked for did not take effect.
+#[cold]
+pub fn config_error(args: std::fmt::Arguments<'_>) {
+    write(Level::Warn, args);
+}
+
 #[cold]
 pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
     if let Ok(mut w) = sink().lock() {

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use crate::config::Config;
 use crate::engine::Engines;
 use crate::real::RealLib;
+use crate::record::Recorder;
 use crate::route::Policy;
 use crate::shadow::Shadow;
 use crate::stats::Stats;
@@ -38,6 +39,8 @@ pub struct Process {
     pub shadow: Shadow,
     pub engines: Engines,
     pub stats: Stats,
+    /// `SKINNYLT_RECORD`: the calls seen so far and where they go.
+    pub recorder: Option<Recorder>,
 }
 
 /// Whether calls go to a real hipBLASLt.
@@ -113,7 +116,11 @@ impl Process {
     fn from_env() -> Process {
         let config = Config::from_env();
         crate::log::configure(&config);
+        let recorder = config.record.as_deref().and_then(|path| {
+            Recorder::open(path).map_err(|e| crate::log::config_error(format_args!("SKINNYLT_RECORD: cannot open {e}; nothing is recorded"))).ok()
+        });
         Process {
+            recorder,
             enabled: AtomicBool::new(!config.disabled),
             config,
             mode: OnceLock::new(),

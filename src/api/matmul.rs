@@ -134,6 +134,9 @@ pub fn matmul(cx: Cx, m: &MatmulArgs<'_>) -> Status {
         let call = engine::Call { workspace: m.workspace, workspace_size: m.workspace_size, stream: m.stream };
         p.engines.run(m.handle as usize, &problem, can_forward, &call).map_err(|e| reason_of(&e))
     });
+    if let Some(rec) = &p.recorder {
+        record(cx, rec, m, routed.as_ref().ok(), outcome);
+    }
     match outcome {
         Ok(()) => {
             p.stats.count_intercepted();
@@ -142,6 +145,21 @@ pub fn matmul(cx: Cx, m: &MatmulArgs<'_>) -> Status {
         }
         Err(r) => forward(r),
     }
+}
+
+/// Writes the call to the record (`SKINNYLT_RECORD`) if it is the first of its kind.
+#[cold]
+fn record(cx: Cx, rec: &crate::record::Recorder, m: &MatmulArgs<'_>, problem: Option<&Problem>, outcome: Result<(), Reason>) {
+    let r = {
+        let t = cx.p.shadow.read();
+        let key = m.key();
+        let lay = |p: usize| t.layouts.get(&p).map(|e| &e.1);
+        match (t.descs.get(&key.desc), lay(key.a), lay(key.b), lay(key.d)) {
+            (Some((_, desc)), Some(a), Some(b), Some(d)) => crate::record::Record::new(desc, a, b, d, problem, outcome),
+            _ => return,
+        }
+    };
+    rec.note(r);
 }
 
 /// Routing for a matmul call: the state half from this thread's memo while no
