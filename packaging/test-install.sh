@@ -431,6 +431,8 @@ test_tree() {
     expect_eq "$n: skinnylt-run --print-lib finds the library of its own prefix" "$lib" "$("$run" --print-lib 2>&1)"
     expect_eq "$n: skinnylt-run preload-check (dlsym(RTLD_DEFAULT) finds skinnylt_version + hipblasLtCreate)" \
         "$VERSION|$lib" "$("$run" "$WORK/preload-check" 2>"$ERR" | paste -sd'|' -)"
+    expect_eq "$n: skinnylt-run --record sets SKINNYLT_RECORD" "SKINNYLT_RECORD=$WORK/rec.jsonl" \
+        "$(env -u SKINNYLT_RECORD "$run" --record "$WORK/rec.jsonl" env | grep '^SKINNYLT_RECORD=')"
     expect_eq "$n: skinnylt-run env shows LD_PRELOAD=<lib>" "LD_PRELOAD=$lib" \
         "$("$run" env 2>"$ERR" | grep '^LD_PRELOAD=')"
     expect_eq "$n: skinnylt-run prepends to an existing LD_PRELOAD" "LD_PRELOAD=$lib:$WORK/libdummy.so" \

@@ -31,8 +31,9 @@ use crate::reference::{self, Rng};
 /// Which shapes and dtype a measuring command works on (`bench`, `tune`).
 #[derive(clap::Args)]
 pub struct ShapeArgs {
-    /// Groups of the public grid to run (G1, G2, G3; "none" for only --shape).
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["G1".to_string(), "G2".to_string(), "G3".to_string()])]
+    /// Groups of the public grid to run (G1, G2, G3; "none"). Default: all three,
+    /// unless --shape or --from name the shapes.
+    #[arg(long, value_delimiter = ',')]
     pub groups: Vec<String>,
     /// Extra shapes "M,N,K[,bias]" (repeatable).
     #[arg(long = "shape")]
@@ -40,6 +41,10 @@ pub struct ShapeArgs {
     /// Only these token counts of the grid groups (e.g. "32,64,128"; default all).
     #[arg(long = "m", value_delimiter = ',')]
     pub tokens: Vec<u32>,
+    /// Shapes from a file: a record of an application's calls (`SKINNYLT_RECORD`)
+    /// or "M,N,K[,bias]" lines (repeatable; each file is a group named after it).
+    #[arg(long = "from")]
+    pub files: Vec<String>,
     #[arg(long, value_enum, default_value = "bf16")]
     pub dtype: crate::demo::DTypeArg,
 }
@@ -47,12 +52,27 @@ pub struct ShapeArgs {
 impl ShapeArgs {
     /// The selected grid groups, then the extra shapes.
     pub fn shapes(&self) -> Result<Vec<Shape>, String> {
+        let groups: &[&str] = if !self.groups.is_empty() {
+            &self.groups.iter().map(String::as_str).collect::<Vec<_>>()
+        } else if self.shapes.is_empty() && self.files.is_empty() {
+            &["G1", "G2", "G3"]
+        } else {
+            &[]
+        };
         let mut v: Vec<Shape> = grid::public()
             .into_iter()
-            .filter(|s| self.groups.iter().any(|g| g == s.group) && (self.tokens.is_empty() || self.tokens.contains(&s.m)))
+            .filter(|s| groups.contains(&s.group) && (self.tokens.is_empty() || self.tokens.contains(&s.m)))
             .collect();
         for sh in &self.shapes {
-            v.push(parse_shape(sh)?);
+            v.push(grid::parse(sh)?);
+        }
+        for path in &self.files {
+            let name = std::path::Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or(path);
+            let (shapes, skipped) = grid::from_file(path, self.dtype.into(), name)?;
+            if skipped > 0 {
+                eprintln!("{path}: {skipped} calls left out (another dtype, or a form skinnylt does not run)");
+            }
+            v.extend(shapes);
         }
         Ok(v)
     }
@@ -129,11 +149,6 @@ pub fn run(a: &Args) -> i32 {
     on_gpu("bench", |rt| bench(rt, a))
 }
 
-fn parse_shape(s: &str) -> Result<Shape, String> {
-    let v: Vec<&str> = s.split(',').collect();
-    let num = |i: usize| v.get(i).and_then(|x| x.trim().parse::<u32>().ok()).ok_or(format!("bad shape {s}"));
-    Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
-}
 
 /// The workspace every measured call gets, skinnylt's and the vendor's (the
 /// vendor's heuristic is asked for algorithms that fit in it).
@@ -684,14 +699,7 @@ fn curve_panel(body: &mut String, key: &CurveKey, rs: &[&Row], x0: f64, y0: f64)
 pub fn rows_from_json(text: &str) -> Result<(String, Vec<Row>), String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let device = v["device"].as_str().unwrap_or("?").to_owned();
-    let group = |g: &str| -> &'static str {
-        match g {
-            "G1" => "G1",
-            "G2" => "G2",
-            "G3" => "G3",
-            _ => "extra",
-        }
-    };
+    let group = grid::group_name;
     let rows = v["rows"]
         .as_array()
         .ok_or("no rows")?

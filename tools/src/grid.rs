@@ -1,6 +1,55 @@
 //! The public decode shape grid (docs/performance.md): 108 shapes in three groups.
 //! Notation: Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias), M = tokens.
 
+/// A shape set's name as a `&'static str` (`Shape::group`): the grid's groups, and
+/// names read from files, each kept once for the life of the process.
+pub fn group_name(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.push(n);
+    n
+}
+
+/// Shapes from a file: a record of an application's calls (`SKINNYLT_RECORD`, JSON
+/// lines), or one shape per line as "M,N,K[,bias]" (`#` starts a comment). Calls of
+/// another dtype, or of a form skinnylt does not run, are left out and counted.
+pub fn from_file(path: &str, dtype: skinnylt::route::DType, group: &str) -> Result<(Vec<Shape>, usize), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let group = group_name(group);
+    let (mut shapes, mut skipped) = (Vec::new(), 0);
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let shape = if line.starts_with('{') {
+            let r: skinnylt::record::Record = serde_json::from_str(line).map_err(|e| format!("{path}:{}: {e}", i + 1))?;
+            if r.form.is_none() || r.dtype != dtype.name() || r.m > u32::MAX as u64 || r.n > u32::MAX as u64 || r.k > u32::MAX as u64 {
+                skipped += 1;
+                continue;
+            }
+            Shape { group, m: r.m as u32, n: r.n as u32, k: r.k as u32, bias: r.bias }
+        } else {
+            Shape { group, ..parse(line).map_err(|e| format!("{path}:{}: {e}", i + 1))? }
+        };
+        if !shapes.contains(&shape) {
+            shapes.push(shape);
+        }
+    }
+    Ok((shapes, skipped))
+}
+
+/// "M,N,K[,bias]" (bias: 1, true or bias).
+pub fn parse(s: &str) -> Result<Shape, String> {
+    let v: Vec<&str> = s.split(',').collect();
+    let num = |i: usize| v.get(i).and_then(|x| x.trim().parse::<u32>().ok()).ok_or(format!("bad shape {s:?} (want M,N,K[,bias])"));
+    Ok(Shape { group: "extra", m: num(0)?, n: num(1)?, k: num(2)?, bias: v.get(3).is_some_and(|b| matches!(b.trim(), "1" | "bias" | "true")) })
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub group: &'static str,

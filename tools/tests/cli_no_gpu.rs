@@ -36,3 +36,50 @@ fn tune_without_gpu_exits_2_and_writes_nothing() {
         assert!(!path.exists());
     }
 }
+
+/// The record / tune-from round trip without a GPU: the demo's call goes through
+/// the C API with `SKINNYLT_RECORD` set and is written once (with how it was
+/// routed); `tune --from` on that file (and a shape list) with the hardware model
+/// writes entries for exactly those shapes.
+#[test]
+fn recorded_calls_are_what_tune_from_measures() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("record-roundtrip");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rec, list, out) = (dir.join("calls.jsonl"), dir.join("more.txt"), dir.join("table.json"));
+    for _ in 0..2 {
+        let st = Command::new(env!("CARGO_BIN_EXE_skinnylt"))
+            .args(["demo", "--m", "12", "--n", "2880", "--k", "4096"])
+            .env("SKINNYLT_RECORD", &rec)
+            .env("SKINNYLT_STANDALONE", "1")
+            .output()
+            .expect("run skinnylt demo");
+        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    }
+    let text = std::fs::read_to_string(&rec).expect("a record file");
+    // Two processes append: one line each (each process writes a call once).
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!records.is_empty() && records.iter().all(|r| (r["m"].as_u64(), r["n"].as_u64(), r["k"].as_u64()) == (Some(12), Some(2880), Some(4096))), "{text}");
+    assert!(records.iter().all(|r| r["form"] == "linear" && r["dtype"] == "bf16" && r["routed"].as_str().is_some_and(|s| !s.is_empty())), "{text}");
+    std::fs::write(&list, "# decode GEMMs\n4,1024,7168\n100,5120,2880,bias\n").unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_skinnylt"))
+        .args(["tune", "--model", "sm90", "--from"])
+        .arg(&rec)
+        .arg("--from")
+        .arg(&list)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run skinnylt tune");
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let table: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let mut got: Vec<(u64, u64, u64, bool)> = table["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["dtype"] == "bf16")
+        .map(|e| (e["m_min"].as_u64().unwrap(), e["n"].as_u64().unwrap(), e["k"].as_u64().unwrap(), e["bias"].as_bool().unwrap()))
+        .collect();
+    got.sort();
+    assert_eq!(got, vec![(4, 1024, 7168, false), (12, 2880, 4096, true), (100, 5120, 2880, true)]);
+}
