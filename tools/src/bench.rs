@@ -32,7 +32,7 @@ use crate::reference::{self, Rng};
 #[derive(clap::Args)]
 pub struct ShapeArgs {
     /// Groups of the public grid to run (G1, G2, G3; "none"). Default: all three,
-    /// unless --shape or --from name the shapes.
+    /// unless --shape, --set or --from name the shapes.
     #[arg(long, value_delimiter = ',')]
     pub groups: Vec<String>,
     /// Extra shapes "M,N,K[,bias]" (repeatable).
@@ -41,6 +41,14 @@ pub struct ShapeArgs {
     /// Only these token counts of the grid groups (e.g. "32,64,128"; default all).
     #[arg(long = "m", value_delimiter = ',')]
     pub tokens: Vec<u32>,
+    /// Decode GEMMs of the open models in tools/models.json (repeatable):
+    /// "models" (those tuned), "held-out" (never tuned) or "all"; at the token
+    /// counts of --m, else 1, 3, 5, 8, 12, 16, 24, 32, 48, 64, 100, 128.
+    #[arg(long = "set")]
+    pub sets: Vec<String>,
+    /// Tensor-parallel degrees of --set (default 1, 2, 4, 8).
+    #[arg(long, value_delimiter = ',')]
+    pub tp: Vec<u32>,
     /// Shapes from a file: a record of an application's calls (`SKINNYLT_RECORD`)
     /// or "M,N,K[,bias]" lines (repeatable; each file is a group named after it).
     #[arg(long = "from")]
@@ -54,7 +62,7 @@ impl ShapeArgs {
     pub fn shapes(&self) -> Result<Vec<Shape>, String> {
         let groups: &[&str] = if !self.groups.is_empty() {
             &self.groups.iter().map(String::as_str).collect::<Vec<_>>()
-        } else if self.shapes.is_empty() && self.files.is_empty() {
+        } else if self.shapes.is_empty() && self.files.is_empty() && self.sets.is_empty() {
             &["G1", "G2", "G3"]
         } else {
             &[]
@@ -65,6 +73,11 @@ impl ShapeArgs {
             .collect();
         for sh in &self.shapes {
             v.push(grid::parse(sh)?);
+        }
+        let tp: &[u32] = if self.tp.is_empty() { &crate::models::TP } else { &self.tp };
+        let tokens: &[u32] = if self.tokens.is_empty() { &crate::models::TOKENS } else { &self.tokens };
+        for name in &self.sets {
+            v.extend(crate::models::set(name, tp, tokens)?);
         }
         for path in &self.files {
             let name = std::path::Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or(path);

@@ -11,6 +11,7 @@ pub mod gpu;
 pub mod grid;
 pub mod info;
 pub mod kernels;
+pub mod models;
 pub mod progress;
 pub mod reference;
 pub mod tune;
