@@ -149,7 +149,9 @@ pub fn file_name(arch: Arch, device: &str, pdl: bool) -> String {
     name_of(arch, variant_for(arch, device), pdl)
 }
 
-fn name_of(arch: Arch, variant: Option<&Variant>, pdl: bool) -> String {
+/// The file name of `arch`'s table for a device of `variant` (none: the arch's
+/// own), with or without PDL.
+pub fn name_of(arch: Arch, variant: Option<&Variant>, pdl: bool) -> String {
     let variant = variant.map(|v| format!("-{}", v.name)).unwrap_or_default();
     let no_pdl = !pdl && embedded_no_pdl(arch).is_some();
     format!("{}{variant}{}.json", arch.name(), if no_pdl { "-nopdl" } else { "" })

@@ -111,13 +111,20 @@ pub struct Args {
     /// call), skinnylt's and the vendor's, for the shapes skinnylt runs.
     #[arg(long)]
     pub host: bool,
+    /// What decides which shapes skinnylt runs, and how.
+    #[arg(long, value_enum, default_value = "deployment")]
+    pub routing: Routing,
 }
 
 #[derive(Clone, Debug)]
 pub struct Row {
     pub shape: Shape,
+    /// skinnylt as deployed: its own time, or the vendor's where it forwards.
     pub ours_us: f64,
+    /// The vendor: the fastest of its top-8 algorithms, and its first (the
+    /// heuristic's pick, what an application gets by default).
     pub vendor_us: f64,
+    pub vendor_top1_us: f64,
     pub floor_us: f64,
     pub forwarded: bool,
 }
@@ -129,7 +136,21 @@ impl Row {
     pub fn efficiency(&self) -> f64 {
         self.floor_us / self.ours_us
     }
+    /// The speedup over the vendor's default algorithm.
+    pub fn speedup_top1(&self) -> f64 {
+        self.vendor_top1_us / self.ours_us
+    }
+    /// The most any kernel could give: the vendor's time over the larger of the
+    /// copy floor at 0.97 efficiency and the fixed cost of a launch (`FIXED_US`).
+    pub fn bound(&self) -> f64 {
+        self.vendor_us / (self.floor_us / 0.97).max(FIXED_US)
+    }
 }
+
+/// The fixed cost of one GEMM in a stream of them that is not streaming bytes
+/// (predecessor's completion, first stage, combine and stores): about 2 µs on the
+/// H100 with programmatic dependent launch (docs/performance.md).
+pub const FIXED_US: f64 = 2.0;
 
 /// Runs measuring command `cmd` on the process's GPU runtime (HIP or CUDA); the
 /// exit status: 0, 1 after its error, 2 when there is no GPU.
@@ -159,7 +180,20 @@ pub fn units(info: &DeviceInfo) -> String {
 }
 
 pub fn run(a: &Args) -> i32 {
+    if a.routing == Routing::Planner {
+        crate::use_empty_tuning_tables();
+    }
     on_gpu("bench", |rt| bench(rt, a))
+}
+
+/// Which decides what skinnylt runs in a benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Routing {
+    /// As deployed: the tuning tables, then the planner; a shape either forwards
+    /// counts as the vendor's time.
+    Deployment,
+    /// The planner alone (every table empty): the evidence that choices generalise.
+    Planner,
 }
 
 
@@ -261,8 +295,14 @@ impl<'a> Rig<'a> {
     /// object on its first call, which must not happen inside a capture); an
     /// algorithm that fails is left out, and none left gives infinity.
     pub fn vendor_time(&self, reps: usize, p: &Problem, cs: &ColdSets, ws: &Buf) -> f64 {
+        self.vendor_times(reps, p, cs, ws).0
+    }
+
+    /// The vendor's time with the fastest of its algorithms, and with its first
+    /// (infinity where it failed).
+    pub fn vendor_times(&self, reps: usize, p: &Problem, cs: &ColdSets, ws: &Buf) -> (f64, f64) {
         let (cu, s) = (self.cu, self.s);
-        let mut best = f64::INFINITY;
+        let (mut best, mut first) = (f64::INFINITY, f64::INFINITY);
         for i in 0..p.algos() {
             let t = self.vendor_matmul(p, i, cs, 0, ws).and_then(|_| cu.sync(s)).and_then(|_| {
                 time_graph(cu, s, reps, cs.count, || {
@@ -274,9 +314,12 @@ impl<'a> Rig<'a> {
             });
             if let Ok(t) = t {
                 best = best.min(t);
+                if i == 0 {
+                    first = t;
+                }
             }
         }
-        best
+        (best, first)
     }
 }
 
@@ -409,9 +452,9 @@ impl Bencher<'_> {
             Some(time_graph(cu, s, reps, cs.count, || (0..cs.count).try_for_each(|i| self.call_ours(&l, &cs, i)))?)
         };
 
-        // The vendor: every one of its top-8 algorithms, keep the fastest.
+        // The vendor: every one of its top-8 algorithms, keep the fastest (and the first).
         let p = self.rig.vendor_problem(self.dtype, &sh, &cs)?;
-        let vendor = self.rig.vendor_time(reps, &p, &cs, &self.ws);
+        let (vendor, vendor_top1) = self.rig.vendor_times(reps, &p, &cs, &self.ws);
         let host = if self.a.host && !forwarded {
             // The vendor's host cost with its first algorithm (the heuristic's pick).
             let ours_host = host_time(cu, s, reps, cs.count, |i| self.call_ours(&l, &cs, i))?;
@@ -422,7 +465,8 @@ impl Bencher<'_> {
         };
         drop(p);
         let floor_us = floor_us(&sh, self.rig.bw);
-        Ok((Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, floor_us, forwarded }, host))
+        let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, vendor_top1_us: vendor_top1, floor_us, forwarded };
+        Ok((row, host))
     }
 
     /// skinnylt's descriptors for `sh`, and whether its calls go to the vendor
@@ -539,13 +583,17 @@ pub fn summary(rows: &[Row]) {
         if rs.is_empty() {
             continue;
         }
-        let min = rs.iter().map(|r| r.speedup()).fold(f64::INFINITY, f64::min);
+        let min = |f: fn(&Row) -> f64| rs.iter().map(|r| f(r)).fold(f64::INFINITY, f64::min);
         let eff = rs.iter().map(|r| r.efficiency()).sum::<f64>() / rs.len() as f64;
+        let run = rs.iter().filter(|r| !r.forwarded).count();
         println!(
-            "{g:<4} {} shapes: geomean speedup {:.2}x, min {:.2}x, mean efficiency {:.2}",
+            "{g:<4} {} shapes ({run} run by skinnylt): geomean speedup {:.2}x, min {:.2}x over the best of the vendor's top-8; {:.2}x, min {:.2}x over its default; bound {:.2}x; mean efficiency {:.2}",
             rs.len(),
             geomean(rs.iter().map(|r| r.speedup())),
-            min,
+            min(Row::speedup),
+            geomean(rs.iter().map(|r| r.speedup_top1())),
+            min(Row::speedup_top1),
+            geomean(rs.iter().map(|r| r.bound())),
             eff
         );
     }
@@ -563,7 +611,7 @@ fn to_json(rows: &[Row], device: &str, bw: f64) -> String {
 /// One row of `bench --json`, on one line (`rows_from_json` reads it back).
 fn json_row(r: &Row) -> String {
     format!(
-        "{{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}",
+        "{{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"vendor_top1_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}",
         r.shape.group,
         r.shape.m,
         r.shape.n,
@@ -571,6 +619,7 @@ fn json_row(r: &Row) -> String {
         r.shape.bias,
         r.ours_us,
         r.vendor_us,
+        r.vendor_top1_us,
         r.floor_us,
         r.speedup(),
         r.efficiency(),
@@ -727,6 +776,7 @@ pub fn rows_from_json(text: &str) -> Result<(String, Vec<Row>), String> {
             },
             ours_us: r["ours_us"].as_f64().unwrap_or(f64::NAN),
             vendor_us: r["vendor_us"].as_f64().unwrap_or(f64::NAN),
+            vendor_top1_us: r["vendor_top1_us"].as_f64().unwrap_or(f64::NAN),
             floor_us: r["floor_us"].as_f64().unwrap_or(f64::NAN),
             forwarded: r["forwarded"].as_bool().unwrap_or(false),
         })
@@ -776,7 +826,7 @@ mod tests {
     fn rows() -> Vec<Row> {
         [1, 4]
             .into_iter()
-            .map(|m| Row { shape: Shape { group: "G1", m, n: 2880, k: 2880, bias: true }, ours_us: 5.0, vendor_us: 7.5, floor_us: 4.0, forwarded: false })
+            .map(|m| Row { shape: Shape { group: "G1", m, n: 2880, k: 2880, bias: true }, ours_us: 5.0, vendor_us: 7.5, vendor_top1_us: 8.0, floor_us: 4.0, forwarded: false })
             .collect()
     }
 

@@ -103,7 +103,7 @@ struct Suite<'a> {
 
 pub fn run(a: &Args) -> i32 {
     if a.tuning == "fallback" {
-        use_empty_tuning_tables();
+        crate::use_empty_tuning_tables();
     }
     let Some(cu) = Gpu::get() else {
         return no_gpu("check");
@@ -115,18 +115,6 @@ pub fn run(a: &Args) -> i32 {
             1
         }
     }
-}
-
-/// Points the library at an empty table for every arch, so that every shape runs
-/// a fallback kernel; set before the library reads its config.
-fn use_empty_tuning_tables() {
-    let dir = std::env::temp_dir().join(format!("skinnylt-check-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    for arch in skinnylt::gpu::Arch::ALL {
-        let _ = std::fs::write(dir.join(format!("{}.json", arch.name())), format!("{{\"schema\":1,\"arch\":\"{}\",\"entries\":[]}}", arch.name()));
-    }
-    // SAFETY: single-threaded at this point; nothing has read the environment yet.
-    unsafe { std::env::set_var("SKINNYLT_TUNING_DIR", &dir) };
 }
 
 fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {

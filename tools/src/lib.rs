@@ -26,3 +26,25 @@ pub fn counters() -> skinnylt::stats::Snapshot {
 pub fn engines() -> &'static skinnylt::engine::Engines {
     &skinnylt::process::get().engines
 }
+
+/// Makes the library find an empty tuning table for every arch, so that the
+/// planner alone decides what runs (`check --tuning fallback`, `bench --routing
+/// planner`). Must run before the library reads its configuration.
+pub fn use_empty_tuning_tables() {
+    let dir = std::env::temp_dir().join(format!("skinnylt-empty-tables-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    for arch in skinnylt::gpu::Arch::ALL {
+        // Every table a device of the arch may read: its own, without PDL, and the
+        // device variants' (by the library's own file naming).
+        let variants = skinnylt::tuning::embedded_variants(arch).iter().map(Some).chain([None]);
+        for variant in variants {
+            for pdl in [true, false] {
+                let name = skinnylt::tuning::name_of(arch, variant, pdl);
+                let _ = std::fs::write(dir.join(name), format!("{{\"schema\":1,\"arch\":\"{}\",\"entries\":[]}}", arch.name()));
+            }
+        }
+    }
+    // SAFETY: called first thing in a command, before any thread exists and before
+    // the library has read the environment.
+    unsafe { std::env::set_var("SKINNYLT_TUNING_DIR", &dir) };
+}

@@ -53,6 +53,11 @@ pub struct Args {
     /// experiments written with --out to a scratch file.
     #[arg(long)]
     pub kernel_filter: Option<String>,
+    /// Also write every candidate's time, and the vendor's (fastest of its top-8 and
+    /// its first), as JSON lines to this file: the data the planner's constants are
+    /// fitted to (`skinnylt fit`).
+    #[arg(long)]
+    pub dump: Option<String>,
     /// No GPU: write the hardware-aware model's choice for every shape of this arch
     /// (gfx942, gfx950, sm90), each entry marked "source": "model".
     #[arg(long)]
@@ -96,7 +101,11 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
     let shapes: Vec<Shape> = a.select.shapes()?;
     let (h, ws) = rig.handle_and_workspace()?;
     let mut rng = Rng(0x7e57);
-    let tuner = Tuner { rig: &rig, a, dtype, rounds, progress: Progress::new(shapes.len()), ws, h };
+    let dump = match &a.dump {
+        Some(path) => Some(std::cell::RefCell::new(std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{path}: {e}"))?)),
+        None => None,
+    };
+    let tuner = Tuner { rig: &rig, a, dtype, rounds, progress: Progress::new(shapes.len()), ws, h, dump };
     for (si, sh) in shapes.iter().enumerate() {
         // Model entries (tune --model, the shipped AMD tables) are replaced, not kept.
         if file.entries.iter().any(|e| same_shape(e, dtype, sh) && e.source.starts_with("measured")) {
@@ -197,6 +206,30 @@ struct Tuner<'a> {
     progress: Progress,
     ws: Buf<'a>,
     h: Handle,
+    /// `--dump`: where every measurement goes.
+    dump: Option<std::cell::RefCell<std::fs::File>>,
+}
+
+/// One line of `tune --dump`: a candidate's time (`kernel`, `split`) or the
+/// vendor's (`vendor_us`, `vendor_top1_us`) on one shape.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub device: String,
+    pub dtype: DType,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub bias: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<skinnylt::tuning::schema::KernelConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_top1_us: Option<f64>,
 }
 
 /// What the search and the confirmation pass found for one shape.
@@ -221,6 +254,18 @@ impl Found {
 }
 
 impl<'a> Tuner<'a> {
+    /// Appends a measurement of `sh` to the --dump file, if there is one.
+    fn dump(&self, sh: &Shape, fill: impl FnOnce(&mut Measurement)) {
+        let Some(file) = &self.dump else { return };
+        let dev = &self.rig.dev.info;
+        let mut m = Measurement { device: dev.name.clone(), dtype: self.dtype, m: sh.m, n: sh.n, k: sh.k, bias: sh.bias, kernel: None, split: None, us: None, vendor_us: None, vendor_top1_us: None };
+        fill(&mut m);
+        if let Ok(line) = serde_json::to_string(&m) {
+            use std::io::Write;
+            let _ = writeln!(file.borrow_mut(), "{line}");
+        }
+    }
+
     /// Kernel `ki` of the device's arch.
     fn kernel(&self, ki: usize) -> &'static KernelEntry {
         &kernels::for_arch(self.rig.dev.arch).kernels[ki]
@@ -266,6 +311,10 @@ impl<'a> Tuner<'a> {
             Some(before) => (searched, before.min(self.vendor_time(&p, cs))),
             None => search.confirm(choice, || self.vendor_time(&p, cs))?,
         };
+        if self.dump.is_some() {
+            let (best, top1) = self.rig.vendor_times(self.a.reps.max(5), &p, cs, &self.ws);
+            self.dump(sh, |m| (m.vendor_us, m.vendor_top1_us) = (Some(best), Some(top1)));
+        }
         drop(p);
         let Choice::Run { kernel, split_k } = choice else { unreachable!() };
         Ok(Found { kernel, split_k, searched, ours, vendor, tried: search.tried, rejected: search.rejected })
@@ -439,10 +488,12 @@ impl Search<'_> {
         }
         self.tried += 1;
         let t = self.time(choice, reps)?;
+        let Choice::Run { kernel, split_k } = choice else { unreachable!() };
         if self.tuner.a.verbose {
-            let Choice::Run { kernel, split_k } = choice else { unreachable!() };
             self.tuner.progress.println(format!("    {} split {split_k}: {t:.2} µs", self.tuner.kernel(kernel).name));
         }
+        let config = self.tuner.kernel(kernel).config;
+        self.tuner.dump(self.sh, |m| (m.kernel, m.split, m.us) = (Some(config), Some(split_k), Some(t)));
         Ok(Some(t))
     }
 
