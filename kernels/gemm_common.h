@@ -84,10 +84,27 @@ SK_DEVICE void cluster_split_bound(int S) {
   if (CLUSTER && S > MAX_CLUSTER) __builtin_unreachable();
 }
 
+// The quads of a tile a thread hands the split-K combine: quad q at index
+// base + q * stride of the tile's float4s. A thread that holds none (holder false)
+// still helps reduce.
+struct HeldQuads {
+  bool holder;
+  int base, stride;
+};
+// The LDS a split-K combine may use: the first `region` bytes at `smem` (the family
+// is done with them), the 16 bytes at `flag` (begin()'s barriers, or the arrival
+// flag), and `slots_own` receive slots of the combine's own at `recv` (recv_slots()).
+struct CombineLds {
+  char* smem;
+  u32* flag;
+  int region;
+  char* recv;
+  int slots_own;
+};
+
 // The inter-CTA split-K combine of one TILE_M x TILE_N output tile, deterministic
 // and graph-safe. The tile's fp32 values are E4 float4 "quads"; a family hands in,
-// per thread, Q quads and where they sit (quad q at index base + q * stride), and
-// threads that hold none (holder false) still help reduce.
+// per thread, Q quads and where they sit (HeldQuads).
 //  * CLUSTER, push: the S splits are one thread-block cluster (cluster dims
 //    (1, S, 1)); the peers write their partials into rank 0's LDS with asynchronous
 //    remote stores that complete on rank 0's "receive" barrier, and exit; rank 0
@@ -147,98 +164,106 @@ struct SplitCombine {
     cluster_arrive_relaxed();
   }
 
-  // `region`: LDS bytes from `smem` the family no longer uses; `recv`: the
-  // recv_slots() slots of its own.
-  static SK_DEVICE u32 run(const GemmParams& p, char* smem, u32* flag, f32x4 (&acc)[Q], bool holder, int base,
-                            int stride, const TileCoord& c, int tid, int region, char* recv, int slots_own) {
-    const int S = p.split_k;
-    if (S <= 1) return holder ? ALL : 0;
-    // One quad per thread only: with two (m16 tiles) the pruned code measured 0.25-0.45 us
-    // slower at S = 3 and 5 on the H100 (code placement in a cold tail; session 8).
-    if (Q == 1) cluster_split_bound<CLUSTER>(S);
-    if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
-    const bool direct = S - 1 <= slots_own;  // receive slots of its own: no "go"
-    if (CLUSTER && (direct || push(S, region))) {
-      u64* const go = (u64*)flag;
-      u64* const received = go + 1;
-      f32x4* const slots = (f32x4*)(direct ? recv : smem);  // rank 0: [S-1][E4] partials of ranks 1..S-1
-      const u32 rank = cluster_rank();
-      if (rank != 0) {
-        if (!direct) mbar_wait_cluster(go, 0);  // rank 0 is done with its LDS
-        if (holder) {
+  // The push path (one hop into receive slots of rank 0's own when `direct`, else
+  // two, into its idle ring after its "go"): the peers send their partials and exit;
+  // rank 0 adds them to its own.
+  static SK_DEVICE u32 push_combine(const CombineLds& lds, f32x4 (&acc)[Q], const HeldQuads& h, int S, int tid) {
+    // As run() decides it (recomputed: passed as a bool, it changed the generated code).
+    const bool direct = S - 1 <= lds.slots_own;
+    u64* const go = (u64*)lds.flag;
+    u64* const received = go + 1;
+    f32x4* const slots = (f32x4*)(direct ? lds.recv : lds.smem);  // rank 0: [S-1][E4] partials of ranks 1..S-1
+    const u32 rank = cluster_rank();
+    if (rank != 0) {
+      if (!direct) mbar_wait_cluster(go, 0);  // rank 0 is done with its LDS
+      if (h.holder) {
 #pragma unroll
-          for (int q = 0; q < Q; ++q) store16_remote_async(slots + (rank - 1) * E4 + base + q * stride, 0, acc[q], received);
-        }
-        return 0;
+        for (int q = 0; q < Q; ++q) store16_remote_async(slots + (rank - 1) * E4 + h.base + q * h.stride, 0, acc[q], received);
       }
-      if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * E4 * 16));
-      if (!direct) {
-        barrier();  // whatever the family did with LDS before has finished
-        // Thread r releases peer r: a cluster-scope release costs about 0.5 us on the
-        // H100, so the S-1 of them run in parallel, not one after another.
-        if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
+      return 0;
+    }
+    if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * E4 * 16));
+    if (!direct) {
+      barrier();  // whatever the family did with LDS before has finished
+      // Thread r releases peer r: a cluster-scope release costs about 0.5 us on the
+      // H100, so the S-1 of them run in parallel, not one after another.
+      if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
+    }
+    mbar_wait_cluster(received, 0);
+    if (!h.holder) return 0;
+    add_received(acc, slots, h, S);
+    return ALL;
+  }
+
+  // Rank 0 of the push path: its own partial plus the received ones, in rank order,
+  // BATCH loads in flight (a load-add chain would wait out one LDS latency per peer).
+  static SK_DEVICE void add_received(f32x4 (&acc)[Q], const f32x4* slots, const HeldQuads& h, int S) {
+    constexpr int BATCH = Q == 1 ? 8 : 4;  // 8 with more quads measured slower
+    const f32x4 zero = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+      f32x4 total = acc[q];
+      for (int r0 = 1; r0 < S; r0 += BATCH) {
+        f32x4 v[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) v[b] = r0 + b < S ? slots[(r0 + b - 1) * E4 + h.base + q * h.stride] : zero;
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b)
+          if (r0 + b < S) total += v[b];
       }
-      mbar_wait_cluster(received, 0);
-      if (!holder) return 0;
-      // In rank order, BATCH loads in flight: a load-add chain would wait out one LDS
-      // latency per peer.
-      constexpr int BATCH = Q == 1 ? 8 : 4;  // 8 with more quads measured slower
-      const f32x4 zero = {0.f, 0.f, 0.f, 0.f};
+      acc[q] = total;
+    }
+  }
+
+  // The pull path: every CTA leaves its partial in its own LDS; the owners of each
+  // quad (rank 0, or with SCATTER rank (q + tid) % S) total it over the ranks in order
+  // through distributed shared memory, between two cluster barriers.
+  static SK_DEVICE u32 pull_combine(char* smem, f32x4 (&acc)[Q], const HeldQuads& h, int S, int tid) {
+    f32x4* const mine = (f32x4*)smem;
+    barrier();  // whatever the family did with LDS before has finished
+    if (h.holder) {
+#pragma unroll
+      for (int q = 0; q < Q; ++q) mine[h.base + q * h.stride] = acc[q];
+    }
+    cluster_sync();
+    const int rank = (int)cluster_rank();
+    u32 owned = 0;
+    if (h.holder) {
 #pragma unroll
       for (int q = 0; q < Q; ++q) {
-        f32x4 total = acc[q];
-        for (int r0 = 1; r0 < S; r0 += BATCH) {
-          f32x4 v[BATCH];
+        if (SCATTER ? (q + tid) % S != rank : rank != 0) continue;
+        owned |= 1u << q;
+        const f32x4* at = mine + h.base + q * h.stride;
+        f32x4 v[MAX_CLUSTER];
 #pragma unroll
-          for (int b = 0; b < BATCH; ++b) v[b] = r0 + b < S ? slots[(r0 + b - 1) * E4 + base + q * stride] : zero;
+        for (int r = 0; r < MAX_CLUSTER; ++r) v[r] = r < S ? cluster_load16(at, (u32)r) : f32x4{0.f, 0.f, 0.f, 0.f};
+        f32x4 total = v[0];
 #pragma unroll
-          for (int b = 0; b < BATCH; ++b)
-            if (r0 + b < S) total += v[b];
-        }
+        for (int r = 1; r < MAX_CLUSTER; ++r)
+          if (r < S) total += v[r];
         acc[q] = total;
       }
-      return ALL;
     }
-    if (CLUSTER) {
-      f32x4* const mine = (f32x4*)smem;
-      barrier();  // whatever the family did with LDS before has finished
-      if (holder) {
-#pragma unroll
-        for (int q = 0; q < Q; ++q) mine[base + q * stride] = acc[q];
-      }
-      cluster_sync();
-      const int rank = (int)cluster_rank();
-      u32 owned = 0;
-      if (holder) {
-#pragma unroll
-        for (int q = 0; q < Q; ++q) {
-          if (SCATTER ? (q + tid) % S != rank : rank != 0) continue;
-          owned |= 1u << q;
-          const f32x4* at = mine + base + q * stride;
-          f32x4 v[MAX_CLUSTER];
-#pragma unroll
-          for (int r = 0; r < MAX_CLUSTER; ++r) v[r] = r < S ? cluster_load16(at, (u32)r) : f32x4{0.f, 0.f, 0.f, 0.f};
-          f32x4 total = v[0];
-#pragma unroll
-          for (int r = 1; r < MAX_CLUSTER; ++r)
-            if (r < S) total += v[r];
-          acc[q] = total;
-        }
-      }
-      cluster_sync();  // keep every CTA's LDS alive until all have read it
-      return owned;
-    }
+    cluster_sync();  // keep every CTA's LDS alive until all have read it
+    return owned;
+  }
+
+  // The global path: every CTA writes its partial to its slot; the last to arrive
+  // sums the slots in order (CHUNKS threads per quad, then the chunk sums through
+  // LDS) and resets the tile's counter for the next launch.
+  static SK_DEVICE u32 global_combine(const GemmParams& p, const CombineLds& lds, f32x4 (&acc)[Q], const HeldQuads& h,
+                                      const TileCoord& c, int S, int tid) {
     // Slot layout follows the fragments: lane-contiguous 16-B writes and reads.
     float* const slots = p.partials + (i64)c.tile * S * (4 * E4);
-    if (holder) {
+    if (h.holder) {
       float* mine = slots + (i64)c.split * (4 * E4);
 #pragma unroll
-      for (int q = 0; q < Q; ++q) store_partial(mine + (base + q * stride) * 4, acc[q]);
+      for (int q = 0; q < Q; ++q) store_partial(mine + (h.base + q * h.stride) * 4, acc[q]);
     }
     // Publish the slot, count the arrival; true in every thread of the last CTA,
     // whose later loads then see every slot (prelude: per-target fence sequence).
-    if (!arrive_last(p.counters + c.tile, (u32)S, tid, flag)) return 0;
-    f32x4* const sums = (f32x4*)smem;  // [CHUNKS][E4]
+    if (!arrive_last(p.counters + c.tile, (u32)S, tid, lds.flag)) return 0;
+    f32x4* const sums = (f32x4*)lds.smem;  // [CHUNKS][E4]
     constexpr int BATCH = 8;
     for (int idx = tid; idx < CHUNKS * E4; idx += THREADS) {
       const int ch = idx / E4, q = idx % E4;
@@ -265,12 +290,27 @@ struct SplitCombine {
       }
       barrier();
     }
-    if (holder) {
+    if (h.holder) {
 #pragma unroll
-      for (int q = 0; q < Q; ++q) acc[q] = sums[base + q * stride];
+      for (int q = 0; q < Q; ++q) acc[q] = sums[h.base + q * h.stride];
     }
     if (tid == 0) atomic_store_device(p.counters + c.tile, 0u);  // ready for the next launch / replay
-    return holder ? ALL : 0;
+    return h.holder ? ALL : 0;
+  }
+
+  // The combine of the thread's quads `acc`, placed as `h` says, through `lds`.
+  static SK_DEVICE u32 run(const GemmParams& p, const CombineLds& lds, f32x4 (&acc)[Q], const HeldQuads& h,
+                           const TileCoord& c, int tid) {
+    const int S = p.split_k;
+    if (S <= 1) return h.holder ? ALL : 0;
+    // One quad per thread only: with two (m16 tiles) the pruned code measured 0.25-0.45 us
+    // slower at S = 3 and 5 on the H100 (code placement in a cold tail; session 8).
+    if (Q == 1) cluster_split_bound<CLUSTER>(S);
+    if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
+    const bool direct = S - 1 <= lds.slots_own;  // receive slots of its own: no "go"
+    if (CLUSTER && (direct || push(S, lds.region))) return push_combine(lds, acc, h, S, tid);
+    if (CLUSTER) return pull_combine(lds.smem, acc, h, S, tid);
+    return global_combine(p, lds, acc, h, c, S, tid);
   }
 };
 

@@ -158,133 +158,109 @@ struct SplitK {
         }
   }
 
-  static SK_DEVICE void run(const GemmParams& p, char* smem) {
-    const int tid = thread_id();
-    const int wave = tid / WAVE, lane = tid % WAVE;
-    const int wk = wave / (WM * WN), wmn = wave % (WM * WN);
-    const int wm = wmn / WN, wn = wmn % WN;
+  // LDS byte offset, within a stage, of this lane's token piece j of token atom ta of
+  // the wave (whose tokens start at t_wave), at atom k-step `step`; and of its weight
+  // piece j of row atom ra of wave column wn.
+  static SK_DEVICE int x_piece_offset(int lane, int j, int t_wave, int ta, int step) {
+    int tok, piece;
+    Atom::x_piece(lane, j, tok, piece);
+    return Atom::template x_offset<ROW_BYTES>(t_wave + ta * Atom::TOKS + tok, step * KP + piece);
+  }
+  static SK_DEVICE int w_piece_offset(int lane, int j, int wn, int ra, int step) {
+    int row, piece;
+    Atom::w_piece(lane, j, row, piece);
+    return lds_offset<ROW_BYTES>(wn * WAVE_ROWS + ra * Atom::ROWS + row, step * KP + piece);
+  }
 
-    const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
-    const int n0 = c.n0, m0 = c.m0, kb_begin = c.kb_begin, kb_end = c.kb_end, nb = c.blocks();
-    const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
-    const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
-    Combine::begin(p, (u32*)(smem + FLAG_OFFSET), tid);
+  // A wave's place: lane, K slice wk, and its first weight row (wn * WAVE_ROWS) and
+  // token (t_wave) in the tile.
+  struct WaveCoord {
+    int lane, wk, wn, t_wave;
+  };
 
-    char* const w_lds = smem;
-    char* const x_lds = smem + STAGES * W_STAGE;
-
-    float mac[RA][TA][Atom::ACC];  // the atom's physical accumulators
+  static SK_DEVICE void zero_accumulators(float (&mac)[RA][TA][Atom::ACC]) {
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
       for (int ta = 0; ta < TA; ++ta)
 #pragma unroll
         for (int r = 0; r < Atom::ACC; ++r) mac[ra][ta][r] = 0.f;
-    const u32 meta = Atom::meta(lane);
+  }
 
-    auto issue = [&](int stage, int kb) {
-      const bool live = kb < kb_end;  // past the end: still copy (zeros), so counts stay uniform
-      if constexpr (B_TO_LDS)
-        copy_tile<TILE_N, false>(w_lds + stage * W_STAGE, p.w, p.ldw, n0, p.n, kb * TILE_K, p.k, live, p.zeros, tid);
-      copy_tile<TILE_M, true>(x_lds + stage * X_STAGE, p.x, p.ldx, m0, p.m, kb * TILE_K, p.k, live, p.zeros, tid);
-      copy_commit();
-    };
-
-    u32x4 w_cur[KC][RA][Atom::W_PIECES], w_next[KC][RA][Atom::W_PIECES];
-    if constexpr (!B_TO_LDS) load_w_regs(w_cur, p, n_wave, kb_begin, nb > 0, lane, wk);
-
-    // ---- main loop: one barrier per block ----
+  // The atom MMAs of one K block from the ring stage at ws (weights; or w_regs when
+  // B_TO_LDS is false) and xs (tokens): the wave's KC k-steps of the stage (its K
+  // slice), every row atom x token atom. A k-step's token pieces (x_step) are loaded
+  // once for all row atoms; w_step holds one row atom's weight pieces.
+  static SK_DEVICE void multiply_block(float (&mac)[RA][TA][Atom::ACC], u32x4 (&x_step)[TA][Atom::X_PIECES],
+                                       u32x4 (&w_step)[Atom::W_PIECES], const char* ws, const char* xs,
+                                       const u32x4 (&w_regs)[KC][RA][Atom::W_PIECES], u32 meta, const WaveCoord& w) {
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) issue(s, kb_begin + s);
-    for (int i = 0; i < nb; ++i) {
-      if (i == trigger_at) pdl_launch_dependents();
-      copy_wait<STAGES - 2, MIN_COPIES>();  // block i has landed (this wave's copies) ...
-      barrier();                            // ... for every wave; stage i-1 is free again
-      issue((i + STAGES - 1) % STAGES, kb_begin + i + STAGES - 1);
-      if constexpr (!B_TO_LDS) load_w_regs(w_next, p, n_wave, kb_begin + i + 1, i + 1 < nb, lane, wk);
-
-      const char* ws = w_lds + (i % STAGES) * W_STAGE;
-      const char* xs = x_lds + (i % STAGES) * X_STAGE;
+    for (int kc = 0; kc < KC; ++kc) {
+      const int step = w.wk * KC + kc;  // atom k-step within the stage
 #pragma unroll
-      for (int kc = 0; kc < KC; ++kc) {
-        const int step = wk * KC + kc;  // atom k-step within the stage
-        u32x4 b[TA][Atom::X_PIECES];
+      for (int ta = 0; ta < TA; ++ta)
 #pragma unroll
-        for (int ta = 0; ta < TA; ++ta)
+        for (int j = 0; j < Atom::X_PIECES; ++j)
+          x_step[ta][j] = lds_load16(xs + x_piece_offset(w.lane, j, w.t_wave, ta, step));
 #pragma unroll
-          for (int j = 0; j < Atom::X_PIECES; ++j) {
-            int tok, piece;
-            Atom::x_piece(lane, j, tok, piece);
-            b[ta][j] = lds_load16(xs + Atom::template x_offset<ROW_BYTES>(t_wave + ta * Atom::TOKS + tok, step * KP + piece));
-          }
+      for (int ra = 0; ra < RA; ++ra) {
 #pragma unroll
-        for (int ra = 0; ra < RA; ++ra) {
-          u32x4 a[Atom::W_PIECES];
-#pragma unroll
-          for (int j = 0; j < Atom::W_PIECES; ++j) {
-            if constexpr (B_TO_LDS) {
-              int row, piece;
-              Atom::w_piece(lane, j, row, piece);
-              a[j] = lds_load16(ws + lds_offset<ROW_BYTES>(wn * WAVE_ROWS + ra * Atom::ROWS + row, step * KP + piece));
-            } else {
-              a[j] = w_cur[kc][ra][j];
-            }
-          }
-#pragma unroll
-          for (int ta = 0; ta < TA; ++ta) Atom::template mma<T>(mac[ra][ta], a, b[ta], meta);
+        for (int j = 0; j < Atom::W_PIECES; ++j) {
+          if constexpr (B_TO_LDS)
+            w_step[j] = lds_load16(ws + w_piece_offset(w.lane, j, w.wn, ra, step));
+          else
+            w_step[j] = w_regs[kc][ra][j];
         }
-      }
-      if constexpr (!B_TO_LDS) {
 #pragma unroll
-        for (int kc = 0; kc < KC; ++kc)
-#pragma unroll
-          for (int ra = 0; ra < RA; ++ra)
-#pragma unroll
-            for (int j = 0; j < Atom::W_PIECES; ++j) w_cur[kc][ra][j] = w_next[kc][ra][j];
+        for (int ta = 0; ta < TA; ++ta) Atom::template mma<T>(mac[ra][ta], w_step, x_step[ta], meta);
       }
     }
-    copy_wait<0, MIN_COPIES>();
-    barrier();  // the ring is idle: its LDS may be reused
-    if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
+  }
 
-    // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A).
-    f32x4 acc[RA * TA];
+  // B_TO_LDS false: the next block's weight pieces become the current ones.
+  static SK_DEVICE void advance_w_regs(u32x4 (&w_cur)[KC][RA][Atom::W_PIECES],
+                                       const u32x4 (&w_next)[KC][RA][Atom::W_PIECES]) {
+#pragma unroll
+    for (int kc = 0; kc < KC; ++kc)
+#pragma unroll
+      for (int ra = 0; ra < RA; ++ra)
+#pragma unroll
+        for (int j = 0; j < Atom::W_PIECES; ++j) w_cur[kc][ra][j] = w_next[kc][ra][j];
+  }
+
+  // The atom's outputs: 4 per (row atom, token atom) and lane (a copy for family A),
+  // each through `out`.
+  static SK_DEVICE void collapse(f32x4 (&acc)[RA * TA], float (&out)[4], const float (&mac)[RA][TA][Atom::ACC]) {
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
       for (int ta = 0; ta < TA; ++ta) {
-        float out[4];
         Atom::collapse(mac[ra][ta], out);
         acc[ra * TA + ta] = f32x4{out[0], out[1], out[2], out[3]};
       }
+  }
 
-    // ---- intra-CTA K-slice reduction, fixed order 0, 1, ..., WK-1 ----
-    f32x4* const red = (f32x4*)smem;
-    if constexpr (WK > 1) {
-      if (wk > 0) {
-        f32x4* dst = red + ((wk - 1) * (WM * WN) + wmn) * (RA * TA) * WAVE;
+  // The intra-CTA K-slice reduction through the idle ring's LDS (`red`): wave groups
+  // wk > 0 store their outputs, then group 0 adds them in the fixed order 1, ..., WK-1.
+  static SK_DEVICE void store_k_slice(f32x4* red, const f32x4 (&acc)[RA * TA], int wk, int wmn, int lane) {
+    f32x4* dst = red + ((wk - 1) * (WM * WN) + wmn) * (RA * TA) * WAVE;
 #pragma unroll
-        for (int q = 0; q < RA * TA; ++q) dst[q * WAVE + lane] = acc[q];
-      }
-      barrier();
-      if (wk == 0) {
-        for (int s = 1; s < WK; ++s) {
-          const f32x4* src = red + ((s - 1) * (WM * WN) + wmn) * (RA * TA) * WAVE;
+    for (int q = 0; q < RA * TA; ++q) dst[q * WAVE + lane] = acc[q];
+  }
+  static SK_DEVICE void add_k_slices(f32x4 (&acc)[RA * TA], const f32x4* red, int wmn, int lane) {
+    for (int s = 1; s < WK; ++s) {
+      const f32x4* src = red + ((s - 1) * (WM * WN) + wmn) * (RA * TA) * WAVE;
 #pragma unroll
-          for (int q = 0; q < RA * TA; ++q) acc[q] += src[q * WAVE + lane];
-        }
-      }
+      for (int q = 0; q < RA * TA; ++q) acc[q] += src[q * WAVE + lane];
     }
+  }
 
-    // ---- inter-CTA combine: quad q of lane l of wave (wm, wn) at wmn*RA*TA*WAVE + q*WAVE + l ----
-    const u32 owned =
-        Combine::run(p, smem, (u32*)(smem + FLAG_OFFSET), acc, wk == 0, wmn * (RA * TA) * WAVE + lane, WAVE, c, tid, FLAG_OFFSET,
-                     smem + RECV_OFFSET, RECV_SLOTS);
-    if (!owned) return;
-
-    // ---- epilogue: the lane's bias values first, every load in flight at once (a
-    // bias load per output, under the store's conditions, waited out one latency each) ----
-    float bias[RA][4];
+  // The epilogue of the quads this thread stores (bit q of `owned`), at weight rows
+  // from n_wave and tokens from m0 + t_wave (in Y): alpha, bias, convert, masked store. The
+  // lane's bias values go to `bias` first, every load in flight at once (a bias load
+  // per output, under the store's conditions, waited out one latency each).
+  static SK_DEVICE void store_outputs(const GemmParams& p, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
+                                      u32 owned, int lane, int n_wave, int m0, int t_wave) {
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
@@ -306,6 +282,73 @@ struct SplitK {
           store_output<T>(p, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r],
                           bias[ra][r]);
         }
+  }
+
+  // The kernel: prologue, main loop, K-slice reduction, split-K combine, epilogue.
+  // The register arrays (accumulators, weight and operand pieces, outputs, bias), the
+  // main loop and the wave coordinates are declared here and the phase functions above
+  // take the arrays by reference: declared inside those functions, they change the
+  // order in which the compiler promotes them to registers, and so the generated code.
+  static SK_DEVICE void run(const GemmParams& p, char* smem) {
+    // ---- prologue: coordinates, PDL prefetch and wait, the cluster combine's barriers ----
+    const int tid = thread_id();
+    const int wave = tid / WAVE, lane = tid % WAVE;
+    const int wk = wave / (WM * WN), wmn = wave % (WM * WN);
+    const int wm = wmn / WN, wn = wmn % WN;
+    const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
+    const int n0 = c.n0, m0 = c.m0, kb_begin = c.kb_begin, kb_end = c.kb_end, nb = c.blocks();
+    const int n_wave = n0 + wn * WAVE_ROWS, t_wave = wm * WAVE_TOKS;
+    const WaveCoord w{lane, wk, wn, t_wave};
+    const int trigger_at = pdl_prologue<TILE_M, TILE_N, TILE_K, THREADS>(p, c, tid);
+    Combine::begin(p, (u32*)(smem + FLAG_OFFSET), tid);  // published while the main loop runs
+    // ---- main loop: the STAGES-deep ring, one barrier per block ----
+    char* const w_lds = smem;
+    char* const x_lds = smem + STAGES * W_STAGE;
+    float mac[RA][TA][Atom::ACC];  // the atom's physical accumulators
+    zero_accumulators(mac);
+    const u32 meta = Atom::meta(lane);
+    auto issue = [&](int stage, int kb) {
+      const bool live = kb < kb_end;  // past the end: still copy (zeros), so counts stay uniform
+      if constexpr (B_TO_LDS)
+        copy_tile<TILE_N, false>(w_lds + stage * W_STAGE, p.w, p.ldw, n0, p.n, kb * TILE_K, p.k, live, p.zeros, tid);
+      copy_tile<TILE_M, true>(x_lds + stage * X_STAGE, p.x, p.ldx, m0, p.m, kb * TILE_K, p.k, live, p.zeros, tid);
+      copy_commit();
+    };
+    u32x4 w_cur[KC][RA][Atom::W_PIECES], w_next[KC][RA][Atom::W_PIECES];
+    if constexpr (!B_TO_LDS) load_w_regs(w_cur, p, n_wave, kb_begin, nb > 0, lane, wk);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) issue(s, kb_begin + s);
+    for (int i = 0; i < nb; ++i) {
+      if (i == trigger_at) pdl_launch_dependents();
+      copy_wait<STAGES - 2, MIN_COPIES>();  // block i has landed (this wave's copies) ...
+      barrier();                            // ... for every wave; stage i-1 is free again
+      issue((i + STAGES - 1) % STAGES, kb_begin + i + STAGES - 1);
+      if constexpr (!B_TO_LDS) load_w_regs(w_next, p, n_wave, kb_begin + i + 1, i + 1 < nb, lane, wk);
+      u32x4 x_step[TA][Atom::X_PIECES], w_step[Atom::W_PIECES];
+      multiply_block(mac, x_step, w_step, w_lds + (i % STAGES) * W_STAGE, x_lds + (i % STAGES) * X_STAGE, w_cur, meta,
+                     w);
+      if constexpr (!B_TO_LDS) advance_w_regs(w_cur, w_next);
+    }
+    copy_wait<0, MIN_COPIES>();
+    barrier();  // the ring is idle: its LDS may be reused
+    if (trigger_at >= nb) pdl_launch_dependents();  // lead 0, or no K blocks at all
+    // ---- intra-CTA K-slice reduction, fixed order 0, 1, ..., WK-1 ----
+    f32x4 acc[RA * TA];
+    float out[4];
+    collapse(acc, out, mac);
+    f32x4* const red = (f32x4*)smem;
+    if constexpr (WK > 1) {
+      if (wk > 0) store_k_slice(red, acc, wk, wmn, lane);
+      barrier();
+      if (wk == 0) add_k_slices(acc, red, wmn, lane);
+    }
+    // ---- inter-CTA combine: quad q of lane l of wave (wm, wn) at wmn*RA*TA*WAVE + q*WAVE + l ----
+    const HeldQuads held{wk == 0, wmn * (RA * TA) * WAVE + lane, WAVE};
+    const CombineLds lds{smem, (u32*)(smem + FLAG_OFFSET), FLAG_OFFSET, smem + RECV_OFFSET, RECV_SLOTS};
+    const u32 owned = Combine::run(p, lds, acc, held, c, tid);
+    if (!owned) return;
+    float bias[RA][4];
+    store_outputs(p, acc, bias, owned, lane, n_wave, m0, t_wave);
   }
 };
 

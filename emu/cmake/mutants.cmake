@@ -10,7 +10,7 @@ set(SKEMU_MUTANTS
   "wait-off-by-one|copy_wait<STAGES - 2, MIN_COPIES>\\(\\)%SEMI%|copy_wait<STAGES - 2, MIN_COPIES + 1>()%SEMI%|main-loop wait lets one copy too many stay in flight"
   "no-main-barrier|(copy_wait<STAGES - 2, MIN_COPIES>\\(\\)%SEMI%[^\n]*\n[ \t]*)barrier\\(\\)%SEMI%|\\1(void)0 /* mutant: no barrier */%SEMI%|main loop without the barrier after the wait"
   "no-final-wait|copy_wait<0, MIN_COPIES>\\(\\)%SEMI%|(void)0 /* mutant: no final wait */%SEMI%|no s_waitcnt vmcnt(0) before the LDS is reused"
-  "no-slice-barrier|(dst.q \\* WAVE \\+ lane. = acc.q.%SEMI%[ \t]*\n[ \t]*}[ \t]*\n[ \t]*)barrier\\(\\)%SEMI%|\\1(void)0 /* mutant: no barrier */%SEMI%|K-slice partial sums read before every slice has written them"
+  "no-slice-barrier|(store_k_slice\\(red, acc, wk, wmn, lane\\)%SEMI%[ \t]*\n[ \t]*)barrier\\(\\)%SEMI%|\\1(void)0 /* mutant: no barrier */%SEMI%|K-slice partial sums read before every slice has written them"
   "no-counter-reset|atomic_store_device\\(p\\.counters \\+ c\\.tile, 0u\\)%SEMI%|(void)0 /* mutant: no reset */%SEMI%|the last arriver does not reset the tile's counter"
   "arrival-order-sum|load_partial\\(slots \\+ \\(\\(i64\\)\\(s0 \\+ b\\) \\* E4|load_partial(slots + ((i64)((s0 + b + c.split) % S) * E4|the last arriver sums the slots starting from its own split (order depends on arrival)"
   "no-combine-barrier|(sums.idx. = total%SEMI%[ \t]*\n[ \t]*}[ \t]*\n[ \t]*)barrier\\(\\)%SEMI%|\\1(void)0 /* mutant: no barrier */%SEMI%|split-K combine: chunk sums read from LDS before every thread has written them"
