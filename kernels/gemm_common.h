@@ -78,7 +78,8 @@ constexpr int lds_spare(int base) {
 // CTAs (engine.rs caps the cluster split; a larger cluster does not launch). Then the
 // combine paths a kernel with enough receive slots never takes (the "go" hop, the
 // pull) are dropped: the split-K kernels' PTX shrank by 18-26 %, and their tail,
-// which every CTA runs once and cold, got 0.03-0.15 us faster (docs/notes, session 8).
+// which every CTA runs once and cold, got 0.03-0.15 us faster (measured on H100;
+// docs/design.md, section 4.2).
 template <bool CLUSTER>
 SK_DEVICE void cluster_split_bound(int S) {
   if (CLUSTER && S > MAX_CLUSTER) __builtin_unreachable();
@@ -113,7 +114,8 @@ struct CombineLds {
 //    about 0.25 us for an 8 x 16 tile on the H100. Otherwise into rank 0's idle ring,
 //    once rank 0 has released each peer (a remote arrival on its "go" barrier): two
 //    hops, 0.5-0.85 us. The old pull below took about 1.5 us: its two cluster
-//    barriers cost about 0.5 us each (docs/notes, session 5). `begin` initialises
+//    barriers cost about 0.5 us each (measured on H100; docs/design.md, section
+//    4.2). `begin` initialises
 //    the two barriers and arrives on the cluster barrier that makes them visible.
 //  * CLUSTER, pull (partials larger than the ring): each CTA leaves its partial in
 //    its own LDS; the values are then totalled in
@@ -185,8 +187,8 @@ struct SplitCombine {
     if (tid == 0) mbar_arrive_expect_tx(received, (u32)((S - 1) * E4 * 16));
     if (!direct) {
       barrier();  // whatever the family did with LDS before has finished
-      // Thread r releases peer r: a cluster-scope release costs about 0.5 us on the
-      // H100, so the S-1 of them run in parallel, not one after another.
+      // Thread r releases peer r: a cluster-scope release costs about 0.5 us (measured
+      // on H100), so the S-1 of them run in parallel, not one after another.
       if (tid >= 1 && tid < S) mbar_arrive_remote(go, (u32)tid);
     }
     mbar_wait_cluster(received, 0);
@@ -304,7 +306,7 @@ struct SplitCombine {
     const int S = p.split_k;
     if (S <= 1) return h.holder ? ALL : 0;
     // One quad per thread only: with two (m16 tiles) the pruned code measured 0.25-0.45 us
-    // slower at S = 3 and 5 on the H100 (code placement in a cold tail; session 8).
+    // slower at S = 3 and 5 on H100 (code placement in a cold tail).
     if (Q == 1) cluster_split_bound<CLUSTER>(S);
     if (CLUSTER) cluster_wait();  // every CTA's barriers are initialised
     const bool direct = S - 1 <= lds.slots_own;  // receive slots of its own: no "go"
@@ -341,7 +343,7 @@ SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v) {
 // staging is a rolled loop over 8-output chunks (two float4, one 16-B store of
 // Y): an unrolled per-fragment combine and epilogue is code every CTA runs once,
 // cold, and measured 1-2 us (epilogue) and 3-5 us (cluster combine) per CTA of a
-// 64 x 128 tile on the H100 (docs/notes, session 5).
+// 64 x 128 tile (measured on H100).
 //  * CLUSTER: the S splits are one cluster; rank r combines and stores chunks
 //    [r*CHUNKS/S, (r+1)*CHUNKS/S), summing the ranks' stages in order 0..S-1.
 //    Push: every rank writes each peer's slice of its stage into that peer's
@@ -466,7 +468,8 @@ struct StagedTile {
     // The (S-1) x slice x 2 remote 16-B stores, spread evenly over all threads. With
     // one thread per chunk sending to every peer in turn, this phase grew by about
     // 0.25 us per peer on the H100 (a thread's remote stores go one after another);
-    // spread, S = 8 went from 3.1 to 2.1 us (docs/notes, session 6).
+    // spread, S = 8 went from 3.1 to 2.1 us (measured on H100; docs/design.md,
+    // section 4.3).
     for (int i = tid; i < (S - 1) * slice * 2; i += THREADS) {
       const int t = 1 + i / (slice * 2), j = i % (slice * 2);
       const int q = (rank + t) % S, q_lo = slice_begin(q, S), ch = q_lo + j / 2;

@@ -2,14 +2,17 @@
 //
 //   Y[M,N] = alpha * X[M,K] . W[N,K]^T (+ bias[N])     (M = tokens, small)
 //
-// Three levels of K parallelism (seed 000, "LDS-Pipelined Split-K"):
+// Three levels of K parallelism (the LDS ring and the inter-CTA split-K after AMD's
+// FlyDSL split-K HGEMM in AITER: github.com/ROCm/aiter,
+// aiter/ops/flydsl/kernels/splitk_hgemm.py):
 //  * inter-CTA split-K: grid = [N tiles x M tiles, SPLIT_K]; each CTA owns a K range;
 //  * intra-CTA K slices: WK wave groups take different 32-k steps of every stage and
 //    are reduced through LDS in fixed order;
 //  * a STAGES-deep LDS ring: copies of block i+STAGES-1 are in flight while block i
 //    feeds the matrix unit.
-// The inter-CTA combine is deterministic and graph-safe (unlike the seed's atomic
-// bf16 combine, kernel_anchors.md §1.4): every CTA writes an fp32 partial to its own
+// The inter-CTA combine is deterministic and graph-safe (unlike that kernel's, whose
+// CTAs add their bf16/f16 results into Y with atomics, in arrival order, after the
+// first arriver has initialised it): every CTA writes an fp32 partial to its own
 // workspace slot; the last to arrive (counter per tile) sums the slots in fixed
 // order 0..SPLIT_K-1, applies alpha and bias, writes Y, and resets the counter to 0
 // inside the kernel, so no memset is needed before a launch or a graph replay (or,

@@ -5,10 +5,11 @@
 // The 4:2 structured-sparse matrix instructions (AMD v_smfmac, NVIDIA mma.sp) take a
 // sparse operand that keeps 2 of every 4 k. Two physical sparse rows, one keeping
 // positions {0,1} and the other {2,3} of every 4-group, together hold one dense row
-// ("sparsity trick", HF MI300 skinny GEMM, seed 004; IREE's virtual dense MFMA,
-// VDMFMA, seed 001). So the 16 physical rows of the instruction carry 8 dense token
-// rows — no padding of 8 tokens to 16 — and each instruction covers twice the k of
-// its dense counterpart in the same issue slot. The accumulator holds two partial
+// (the "sparsity trick" of the MI300 skinny GEMM in Hugging Face's hf-rocm-kernels,
+// github.com/huggingface/hf-rocm-kernels; IREE's virtual dense MFMA, VDMFMA,
+// github.com/iree-org/iree). So the 16 physical rows of the instruction carry 8 dense
+// token rows — no padding of 8 tokens to 16 — and each instruction covers twice the k
+// of its dense counterpart in the same issue slot. The accumulator holds two partial
 // sums per token, added once after the K loop (collapse).
 //
 // Everything else is family A's: this is SplitK (splitk_gemm.h) — the LDS ring, the

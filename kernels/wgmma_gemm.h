@@ -18,7 +18,8 @@
 //    fence the generic->async proxy, barrier, issue the copies of block
 //    i+STAGES-1 into the stage freed by block i-1, multiply, wait for the MMAs.
 //    Simple, but with one CTA per SM the copies in flight cap the bandwidth
-//    (about 1.5 TB/s over the H100, measured in session 3).
+//    (about 1.5 TB/s over the whole GPU, measured on H100; docs/design.md,
+//    section 8.3).
 //  * TMA: one extra producer warp whose lane 0 issues one tensor copy per
 //    sub-tile (tensor maps encoded on the host) into a stage as soon as the
 //    consumers have released it (mbarrier "empty"), announcing the stage's bytes

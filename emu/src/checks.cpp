@@ -21,7 +21,7 @@ namespace emu {
 namespace {
 
 // ---- the documented layouts, transcribed again (not shared with isa.cpp) ----
-// shared/research/kernel_anchors.md §5.1: for v_mfma_f32_16x16x{16,32}, a lane
+// AMD's CDNA3 and CDNA4 ISA reference guides: for v_mfma_f32_16x16x{16,32}, a lane
 // group g = l/16 holds k/4 consecutive k of row (A) / column (B) l%16, starting
 // at (k/4)*g; D register r of lane l is row 4*(l/16)+r, column l%16. Element j
 // sits in VGPR j/2, low half first.
@@ -444,8 +444,8 @@ void run_bank_selftests(Report& rep) {
     uint32_t (*addr)(int lane);
     uint64_t expect_cycles;
   };
-  // Expected cycles from seed 002's rules: gfx942 serves 8 lanes of a 16-byte read
-  // per cycle over 32 banks, gfx950 16 lanes over 64 banks.
+  // Expected cycles from the LDS bank rules (README.md, "LDS bank model"): gfx942
+  // serves 8 lanes of a 16-byte read per cycle over 32 banks, gfx950 16 lanes over 64.
   static const T tests[] = {
       {"gfx942 ds_read_b128, 64 lanes contiguous", 32, 16, [](int l) { return (uint32_t)l * 16; }, 8},
       {"gfx942 ds_read_b128, all lanes one address (broadcast)", 32, 16, [](int) { return 256u; }, 8},

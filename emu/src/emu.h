@@ -21,7 +21,7 @@ constexpr int NUM_ARCHES = 2;
 struct ArchInfo {
   const char* name;
   int lds_limit;       // bytes of LDS a workgroup may use (schema.rs TARGETS)
-  int banks;           // LDS banks of 4 bytes (seed 002: 32 on CDNA3, 64 on CDNA4)
+  int banks;           // LDS banks of 4 bytes (CDNA3/CDNA4 ISA guides: 32 on CDNA3, 64 on CDNA4)
   int copy_bytes;      // bytes per lane of global_load_lds (the prelude's COPY_BYTES; instance files check)
   int mfma_k;          // K of the MFMA the atom uses (16: gfx942, 32: gfx950)
 };

@@ -36,14 +36,15 @@ uint16_t double_to_half(int dtype, double v) {
 // v_mfma_f32_16x16x16_{f16,bf16} (gfx942, k = 16) and v_mfma_f32_16x16x32_{f16,bf16}
 // (gfx950, k = 32): D(16x16) = A(16xk) . B(kx16) + C, wave64.
 //
-// Register layouts, lane l (shared/research/kernel_anchors.md §5.1):
+// Register layouts, lane l (AMD's CDNA3 and CDNA4 ISA reference guides, matrix
+// instructions):
 //  * gfx942 16x16x16: from the AMD matrix instruction calculator
 //    (ROCm/amd_matrix_instruction_calculator @2ef9189, `-a cdna3 -d`):
 //      A: 4 halves in 2 VGPRs, row l%16, k = 4*(l/16) + j, j = 0..3;
 //      B: 4 halves in 2 VGPRs, column l%16, k = 4*(l/16) + j;
 //      C/D: 4 f32, register i holds row 4*(l/16) + i, column l%16.
-//  * gfx950 16x16x32 (CDNA4; the calculator does not cover CDNA4, rows from
-//    FlyDSL's usage and IREE's MMA layouts, same section):
+//  * gfx950 16x16x32 (CDNA4 ISA reference guide; the calculator does not cover
+//    CDNA4; AITER's FlyDSL kernels and IREE's MMA layouts use the same):
 //      A: 8 halves in 4 VGPRs, row l%16, k = 8*(l/16) + j, j = 0..7;
 //      B: 8 halves in 4 VGPRs, column l%16, k = 8*(l/16) + j;
 //      C/D: as above.

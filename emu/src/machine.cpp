@@ -868,9 +868,10 @@ void sk_emu_global_store_b128(void* p, const void* v) {
   t_machine->store16(L, p, v);
 }
 
-// Agent-scope orderings (shared/research/kernel_anchors.md §5.4, AMDGPUUsage
-// "Memory Model GFX942"): release = buffer_wbl2 sc1 (+ waits), acquire =
-// buffer_inv sc1; both act on the cache, not on one thread's accesses.
+// Agent-scope orderings (LLVM AMDGPUUsage, "Memory Model GFX942",
+// https://llvm.org/docs/AMDGPUUsage.html#memory-model-gfx942): release = buffer_wbl2
+// sc1 (+ waits), acquire = buffer_inv sc1; both act on the cache, not on one
+// thread's accesses.
 void sk_emu_fence_agent(int order) {
   Lane* L = t_lane;
   if (!L) return emu::probe_simple(order == __ATOMIC_RELEASE ? "fence.release.agent" : "fence.acquire.agent", 0);

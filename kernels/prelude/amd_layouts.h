@@ -14,10 +14,10 @@ constexpr int COPY_BYTES = 16;   // global_load_lds_dwordx4 (gfx950 only)
 constexpr int COPY_BYTES = 4;    // global_load_lds_dword: the widest direct-to-LDS load of gfx942
 #endif
 
-// Bank rules (seed 002): gfx942 has 32 banks (128 B per cycle), gfx950 64 banks
-// (256 B). The MFMA atom's LDS reads take, per cycle, lanes 0..7 (gfx942) or
-// 0..15 (gfx950) = rows 0..7 / 0..15 of one chunk column; the swizzle makes those
-// rows hit distinct 16-B bank groups.
+// Bank rules (the LDS chapters of AMD's CDNA3 and CDNA4 ISA reference guides): gfx942
+// has 32 banks (128 B per cycle), gfx950 64 banks (256 B). The MFMA atom's LDS reads
+// take, per cycle, lanes 0..7 (gfx942) or 0..15 (gfx950) = rows 0..7 / 0..15 of one
+// chunk column; the swizzle makes those rows hit distinct 16-B bank groups.
 template <int ROW_BYTES>
 SK_DEVICE int target_swizzle(int row) {
 #if SK_AMD_GFX950
@@ -32,10 +32,12 @@ SK_DEVICE int target_swizzle(int row) {
 // Lane l: i = l%16 (A row / B column), g = l/16 (k group). Each operand piece is
 // the 8 consecutive k [8g, 8g+8) of the 32-k step.
 // gfx950 v_mfma_f32_16x16x32_{bf16,f16}: A lane holds row l%16, k 8(l/16)+j — the
-// piece exactly (research/kernel_anchors.md §5.1, CDNA4 rows).
+// piece exactly (AMD's CDNA4 ISA reference guide; AITER's FlyDSL split-K HGEMM feeds
+// it the same way).
 // gfx942 v_mfma_f32_16x16x16{bf16_1k,f16}: A lane holds row l%16, k 4(l/16)+j; two
 // MFMAs per 32 k, fed the piece's first and second halves — the same k permutation
-// for A and B, so the sum is unchanged (calculator output, §5.1 CDNA3 rows).
+// for A and B, so the sum is unchanged (AMD's CDNA3 ISA reference guide; the AMD
+// Matrix Instruction Calculator, github.com/ROCm/amd_matrix_instruction_calculator).
 // D (both): lane l holds rows 4(l/16)+r, column l%16.
 SK_DEVICE void atom_a_piece(int lane, int /*j*/, int& row, int& piece) { row = lane & 15; piece = lane >> 4; }
 SK_DEVICE void atom_b_piece(int lane, int& tok, int& piece) { tok = lane & 15; piece = lane >> 4; }
@@ -49,29 +51,34 @@ SK_DEVICE void atom_acc_coord(int lane, int r, int& row, int& tok) { row = 4 * (
 // 4-group, nibble 0x4; odd lanes: {2,3}, nibble 0xE; cbsz = 0, abid = 0, so the first
 // index set, i.e. the low bits, is used) lets the row pair hold one dense row. D
 // lane l holds physical rows 4(l/16)+r, column l%16; rows 4g, 4g+1 are token 2g and
-// rows 4g+2, 4g+3 token 2g+1: collapse [d0+d1, d2+d3]. (Idea: HF MI300 skinny GEMM,
-// seed 004; formalised as IREE's VDMFMA, seed 001, research/kernel_anchors.md §4.1-4.3.)
+// rows 4g+2, 4g+3 token 2g+1: collapse [d0+d1, d2+d3]. (Idea: the MI300 skinny GEMM
+// of Hugging Face's hf-rocm-kernels; formalised as IREE's virtual dense MFMA, VDMFMA,
+// in github.com/iree-org/iree.)
 //
-// gfx942, v_smfmac_f32_16x16x32_{bf16,f16} (kernel_anchors.md §5.1, matrix instruction
-// calculator, CDNA3): A = 2 VGPRs, VGPR r holds the 2 kept halves of the dense 4-group
-// k [8g+4r, 8g+4r+4) of row l%16 (g = l/16); B = 4 VGPRs, column l%16, k 8g + [0, 8).
-// A step is two instructions (64 k, pieces 0..7), IREE's VDMFMA_F32_8x16x64x2 layout
-// (§4.2, 4.3): lane l holds token (l%16)/2's piece 2g + (l&1) (X0) and weight row
-// l%16's pieces 2g, 2g+1 (W0, W1); instruction s takes A = {X0.d[2s], X0.d[2s+1]} and
-// B = {W0.d[2s], W1.d[2s], W0.d[2s+1], W1.d[2s+1]} — IREE's B shuffles [0,1,8,9,2,3,
-// 10,11] and [4,5,12,13,6,7,14,15] on whole 32-bit words, so no ALU work.
+// gfx942, v_smfmac_f32_16x16x32_{bf16,f16} (CDNA3 ISA reference guide; the Matrix
+// Instruction Calculator for CDNA3): A = 2 VGPRs, VGPR r holds the 2 kept halves of
+// the dense 4-group k [8g+4r, 8g+4r+4) of row l%16 (g = l/16); B = 4 VGPRs, column
+// l%16, k 8g + [0, 8). A step is two instructions (64 k, pieces 0..7), IREE's
+// VDMFMA_F32_8x16x64x2 layout: lane l holds token (l%16)/2's piece 2g + (l&1) (X0)
+// and weight row l%16's pieces 2g, 2g+1 (W0, W1); instruction s takes
+// A = {X0.d[2s], X0.d[2s+1]} and B = {W0.d[2s], W1.d[2s], W0.d[2s+1], W1.d[2s+1]} —
+// IREE's B shuffles [0,1,8,9,2,3,10,11] and [4,5,12,13,6,7,14,15] on whole 32-bit
+// words, so no ALU work.
 //
 // gfx950, v_smfmac_f32_16x16x64_{bf16,f16}: A = 4 VGPRs, VGPR r = the kept halves of
 // the 4-group k [16g+4r, 16g+4r+4) of row l%16; index: 16-bit set, nibble r for VGPR r
-// (LLVM's gfx950 smfmac index rule, §5.1). B = 8 VGPRs, column l%16; which k a B
-// VGPR holds is where published evidence disagrees (§4.4):
+// (LLVM's gfx950 smfmac index rule). B = 8 VGPRs, column l%16; which k a B VGPR holds
+// is where published evidence disagrees (docs/amd.md, "The gfx950 SMFMAC B-operand
+// caveat"):
 //  * SK_GFX950_SMFMAC_B_MAP 0 (default): VGPR r < 4 holds k 8g + 2r + {0,1}, r >= 4
 //    holds k 32 + 8g + 2(r-4) + {0,1}, i.e. B lane group g covers k [8g, 8g+8) and
-//    [32+8g, 32+8g+8) — the hardware golden test of the sparse dataflow (LayoutMatches-
-//    Hardware, passing on MI350) and the one-hot probes and working packing of
-//    efric/hip-matmul GFX950_SMFMAC_16x16x64.md, which agree (§4.4);
+//    [32+8g, 32+8g+8) — the hardware golden test of the sparse dataflow in
+//    github.com/ROCm/hip-fpsan (tests/mfma_gfx950_smfmac_test.cpp,
+//    SmfmacF16_16x16x64.LayoutMatchesHardware, reported passing on MI350) and the
+//    one-hot probes and working packing of github.com/efric/hip-matmul
+//    (GFX950_SMFMAC_16x16x64.md), which agree;
 //  * SK_GFX950_SMFMAC_B_MAP 1: VGPR r holds k 16g + 2r + {0,1} ("CDNA3 twice as wide"),
-//    what IREE's gfx950 lowering assumes (§4.3; no gfx950 e2e test in IREE).
+//    what IREE's gfx950 lowering assumes (IREE has no gfx950 end-to-end test of it).
 // Under either, no single-instruction packing gives both operands whole 16-byte pieces,
 // two instructions (128 k, pieces 0..15) do: with the A side fixed by the documented
 // A layout, A VGPR r of instruction s in lane (g, parity q) is physical k-pair

@@ -54,7 +54,8 @@ SK_DEVICE void copy_wait() {
 }
 
 // ---- split-K handshake: agent-scope release/acquire (MI300's XCDs have their
-// own L2s: release writes back L2 (buffer_wbl2 sc1), acquire invalidates (buffer_inv sc1)).
+// own L2s: release writes back L2 (buffer_wbl2 sc1), acquire invalidates (buffer_inv sc1);
+// LLVM AMDGPUUsage, "Memory Model GFX942").
 #include "scoped_atomics.h"
 #include "amd_sync.h"
 SK_DEVICE void store_partial(float* p, f32x4 v) { *(f32x4*)p = v; }

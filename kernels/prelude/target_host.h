@@ -124,7 +124,7 @@ SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
 }
 
 // ---- the virtual-dense sparse atom (family VDMFMA): same layouts and instruction
-// sequence as target_amdgcn.h (read the derivation there) ----
+// sequence as target_amdgcn.h (the derivation is in amd_layouts.h) ----
 extern "C" {
 // v_smfmac_f32_16x16x32_{bf16,f16} (gfx942; dtype 0 = bf16, 1 = f16): per lane, `a` the
 // 2 VGPRs of the compressed A operand (VGPR r = the 2 kept halves of the 4-group k
@@ -135,7 +135,7 @@ extern "C" {
 SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
 // v_smfmac_f32_16x16x64_{bf16,f16} (gfx950): `a` 4 VGPRs (VGPR r = the 4-group k
 // [16(l/16)+4r, +4) of row l%16), `b` 8 VGPRs (column l%16; the k of each VGPR is the
-// disputed part: see SK_GFX950_SMFMAC_B_MAP in target_amdgcn.h), `idx` bits [15:0]
+// disputed part: see SK_GFX950_SMFMAC_B_MAP in amd_layouts.h), `idx` bits [15:0]
 // (nibble r for A VGPR r; cbsz = 0, abid = 0), `c`/`d` as above.
 SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x64(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
 }

@@ -176,8 +176,8 @@ SK_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" :::
 // product does not care): lane t owns real k [8t, 8t+8), which it feeds as the
 // mma's k {2t,2t+1,2t+8,2t+9} of step 0 (words 0,1) and of step 1 (words 2,3).
 // So both operands load as one 16-B run per row — no ldmatrix, no shuffles.
-// Layouts: PTX ISA "Matrix Fragments for mma.m16n8k16 with floating point type"
-// (research/nvidia_side.md §1.5).
+// Layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"
+// (https://docs.nvidia.com/cuda/parallel-thread-execution/).
 SK_DEVICE void atom_a_piece(int lane, int j, int& row, int& piece) { row = (lane >> 2) + 8 * j; piece = lane & 3; }
 SK_DEVICE void atom_b_piece(int lane, int& tok, int& piece) { tok = lane >> 2; piece = lane & 3; }
 // Accumulator r of a lane holds D(row, tok).
@@ -208,14 +208,14 @@ SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
 // ---- the virtual-dense sparse atom (family VDMFMA): mma.sp::ordered_metadata.m16n8k32 ----
 // Tokens are the sparse A operand, weights the dense B operand: logical token g
 // (0..7) is physical rows g and g+8 of A; the constant metadata 0xEEEE4444 (bits
-// [15:0] = row g, [31:16] = row g+8, research/nvidia_side.md §1.3, measured on an
-// H100) keeps k positions {0,1} of every 4-group in row g and {2,3} in row g+8, so
-// the pair carries one dense row, and D rows g and g+8 add up to token g:
-// y[g][2t] = d0 + d2, y[g][2t+1] = d1 + d3 (§1.6). Per instruction: 8 output features
-// (the mma's n) x 8 tokens x 32 dense k, so VD_ROWS = 8.
+// [15:0] = row g, [31:16] = row g+8: PTX ISA, "Matrix Fragments for sparse
+// mma.m16n8k32"; measured on H100) keeps k positions {0,1} of every 4-group in row g
+// and {2,3} in row g+8, so the pair carries one dense row, and D rows g and g+8 add
+// up to token g: y[g][2t] = d0 + d2, y[g][2t+1] = d1 + d3. Per instruction: 8 output
+// features (the mma's n) x 8 tokens x 32 dense k, so VD_ROWS = 8.
 //
 // A step is two instructions (64 k, pieces 0..7 of 8 k). Fragment layouts (PTX ISA
-// "Matrix Fragments for sparse mma.m16n8k32", nvidia_side.md §1.3): A reg0/reg2 =
+// "Matrix Fragments for sparse mma.m16n8k32"): A reg0/reg2 =
 // row g, k-chunks t / t+4 (k 4t.. / 16+4t..), reg1/reg3 = row g+8, same chunks; B
 // reg r = k {2t, 2t+1} + 8r, column g. Any permutation of k applied to both
 // operands leaves the dot product unchanged; this one makes every operand piece a
@@ -268,9 +268,10 @@ SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
 }
 
 // ---- warpgroup MMA (sm_90a only: family Wgmma, kernels/wgmma_gemm.h) ----
-// Facts and sources: docs/notes/wgmma-design.md. A warpgroup is 4 consecutive warps
-// (128 threads); every wgmma.* instruction must be executed by all of them, with
-// warpgroup-uniform control flow and operands.
+// Facts and sources: docs/design.md, section 8.3 (PTX ISA, "Asynchronous Warpgroup
+// Level Matrix Instructions", cross-checked against CUTLASS). A warpgroup is 4
+// consecutive warps (128 threads); every wgmma.* instruction must be executed by all
+// of them, with warpgroup-uniform control flow and operands.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr bool HAS_WGMMA = true;
 // Shared-memory matrix descriptor of a K-major operand in the 128-B swizzle: rows
