@@ -309,7 +309,7 @@ fn compile(clang: &Path, out: &Path, arch: &str, set: &[(schema::DType, schema::
     } else {
         let hsaco = out.join(format!("{arch}.hsaco"));
         // The gfx950 v_smfmac B operand's k mapping, which published evidence disputes
-        // (kernels/prelude/target_amdgcn.h, SK_GFX950_SMFMAC_B_MAP): 0 (default) or 1.
+        // (kernels/prelude/amd_layouts.h, SK_GFX950_SMFMAC_B_MAP): 0 (default) or 1.
         if let Ok(map) = std::env::var("SKINNYLT_GFX950_SMFMAC_B_MAP") {
             assert!(map == "0" || map == "1", "SKINNYLT_GFX950_SMFMAC_B_MAP must be 0 or 1, not {map:?}");
             cmd.arg(format!("-DSK_GFX950_SMFMAC_B_MAP={map}"));
