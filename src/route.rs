@@ -38,11 +38,12 @@ pub enum Reason {
     NoGpu,
     ArchUnsupported,
     TunedForward,
+    PlannerForward,
     LaunchFailed,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 26] = [
+    pub const ALL: [Reason; 27] = [
         Reason::Disabled,
         Reason::Reentrant,
         Reason::UnknownDescriptor,
@@ -68,6 +69,7 @@ impl Reason {
         Reason::NoGpu,
         Reason::ArchUnsupported,
         Reason::TunedForward,
+        Reason::PlannerForward,
         Reason::LaunchFailed,
     ];
 
@@ -98,6 +100,7 @@ impl Reason {
             Reason::NoGpu => "no-gpu",
             Reason::ArchUnsupported => "arch-unsupported",
             Reason::TunedForward => "tuned-forward",
+            Reason::PlannerForward => "planner-forward",
             Reason::LaunchFailed => "launch-failed",
         }
     }

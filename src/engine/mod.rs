@@ -15,11 +15,12 @@
 //! split), `plan` (geometry), `Engine::prepare` (this call's lane, buffers and
 //! arguments); then `Device::launch` makes one runtime call.
 
+mod cache;
 mod launch;
 mod plan;
 
 pub use launch::{Launch, tma_tiles};
-pub use plan::{MAX_TILES, Plan, Target, choose, plan};
+pub use plan::{MAX_TILES, Plan, Target, choose, plan, planned};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -57,6 +58,8 @@ pub enum Error {
     NoKernel,
     /// The tuning table says the vendor library is faster.
     TunedForward,
+    /// The planner predicts no clear win over the vendor library.
+    PlannerForward,
     /// More output tiles than the kernels' grid arithmetic takes.
     TooLarge,
     /// The runtime refused the launch (or a tensor map).
@@ -70,6 +73,7 @@ impl std::fmt::Display for Error {
             Error::UnknownHandle => write!(f, "unknown handle"),
             Error::NoKernel => write!(f, "no kernel for this device or problem"),
             Error::TunedForward => write!(f, "the tuning table forwards this shape"),
+            Error::PlannerForward => write!(f, "the planner predicts no clear win"),
             Error::TooLarge => write!(f, "too many output tiles"),
             Error::Launch(e) => write!(f, "launch failed: {e}"),
         }
@@ -96,6 +100,11 @@ pub struct Device {
     /// The PDL launch arguments (`SKINNYLT_PDL_*`).
     pdl_prefetch_row_bytes: i32,
     pdl_flags: i32,
+    /// Bytes of one stream lane of a handle's own partials buffer (the same for
+    /// every handle of the process).
+    lane_bytes: usize,
+    /// What was chosen for each shape so far (`choose`).
+    plans: cache::PlanCache,
 }
 
 impl Device {
@@ -124,6 +133,8 @@ impl Device {
             pdl: AtomicBool::new(arch == Arch::Sm90 && cfg.pdl),
             pdl_prefetch_row_bytes: cfg.pdl_prefetch_row_bytes,
             pdl_flags: cfg.pdl_flags,
+            lane_bytes: lane_bytes(cfg),
+            plans: cache::PlanCache::default(),
             info,
         };
         crate::log_info!(
@@ -161,9 +172,15 @@ impl Device {
         Target { arch: self.arch, backend: self.rt.backend(), units: self.info.units, partial_capacity }
     }
 
-    /// What runs `p` on this device (see [`choose`]).
+    /// What runs `p` on this device (see [`choose`]), planned once per shape.
     pub fn choose(&self, p: &Problem, pdl: bool, can_forward: bool) -> Result<Choice, Error> {
-        choose(self.table(pdl), &self.fallback, self.info.units, p, can_forward)
+        let key = cache::Key::new(p, pdl, can_forward);
+        if let Some(answer) = self.plans.get(key) {
+            return answer;
+        }
+        let answer = choose(self.table(pdl), &self.fallback, &self.target(self.lane_bytes), p, can_forward);
+        self.plans.put(key, &answer);
+        answer
     }
 }
 

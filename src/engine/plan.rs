@@ -7,7 +7,8 @@ use crate::gpu::{Arch, Backend};
 use crate::kernels;
 use crate::route::Problem;
 use crate::tuning::fallback::{Fallback, MAX_SPLIT};
-use crate::tuning::schema::{self, MAX_CLUSTER_SPLIT};
+use crate::tuning::planner;
+use crate::tuning::schema::{self, CostModel, MAX_CLUSTER_SPLIT};
 use crate::tuning::{Choice, Tuning};
 
 /// Output tiles per launch that split-K arrival counters cover.
@@ -43,19 +44,43 @@ pub struct Plan {
     pub cluster: bool,
 }
 
-/// What runs `p`: the table's entry, else the fallback. A tuned "forward" forwards
-/// only when there is a library to forward to (`can_forward`); standalone, the
-/// fallback runs the shape instead.
-pub fn choose(table: &Tuning, fallback: &Fallback, units: u32, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
-    let tuned = match table.lookup(p) {
-        Some(Choice::Forward) if !can_forward => None,
-        c => c,
-    };
-    match tuned.or_else(|| fallback.choose(units, p)) {
-        None => Err(Error::NoKernel),
-        Some(Choice::Forward) => Err(Error::TunedForward),
-        Some(c) => Ok(c),
+/// What runs `p` on target `t`, in this order:
+/// 1. the table's band for `p`, where it was measured and holds at `p.m`
+///    (`Band::holds_at`): its kernel and split, or "forward" when there is a library
+///    to forward to (`can_forward`);
+/// 2. the planner, where the table has its constants: the candidate with the least
+///    predicted time, run only where it beats the vendor's predicted time by the
+///    model's margin when there is a library to forward to;
+/// 3. without planner constants, the fallback rule in standalone mode, else forward.
+pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
+    if let Some(band) = table.lookup(p).filter(|b| b.measured && b.holds_at(t.arch, p.m)) {
+        match band.choice {
+            Choice::Forward if can_forward => return Err(Error::TunedForward),
+            Choice::Forward => {}
+            run => return Ok(run),
+        }
     }
+    match &table.planner {
+        Some(model) => {
+            let (choice, us) = planned(model, t, p).ok_or(Error::NoKernel)?;
+            if can_forward && model.vendor_us(p) < model.margin * us {
+                return Err(Error::PlannerForward);
+            }
+            Ok(choice)
+        }
+        None if can_forward => Err(Error::PlannerForward),
+        None => fallback.choose(t.units, p).ok_or(Error::NoKernel),
+    }
+}
+
+/// The planner's choice for `p` on `t`, and its predicted time: every kernel of the
+/// arch's catalog at every split, each split as the launch plan would cap it.
+pub fn planned(model: &CostModel, t: &Target, p: &Problem) -> Option<(Choice, f64)> {
+    let facts = schema::target(t.arch.name())?;
+    let dev = planner::Device { units: t.units, facts };
+    let catalog = kernels::for_arch(t.arch).kernels.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config));
+    let cap = |kernel, s| plan(t, Choice::Run { kernel, split_k: s }, p).map_or(s, |pl| pl.split_k);
+    planner::best(model, &dev, catalog, p, cap)
 }
 
 /// The geometry of running `choice` for `p` on `t`.
@@ -93,20 +118,60 @@ pub fn plan(t: &Target, choice: Choice, p: &Problem) -> Result<Plan, Error> {
 mod tests {
     use super::*;
     use crate::route::DType;
+    use crate::tuning::schema::Family;
 
     fn h100() -> Target {
         Target { arch: Arch::Sm90, backend: Backend::Cuda, units: 132, partial_capacity: 4 << 20 }
     }
 
-    /// A tuned "forward" with no real hipBLASLt to forward to runs the fallback.
+    fn model() -> CostModel {
+        let kind = |family, cluster, tma| schema::KindCost { family, cluster, tma, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
+        let kinds = [(Family::Splitk, false, false), (Family::Splitk, true, false), (Family::Vdmfma, false, false), (Family::Wgmma, false, false), (Family::Wgmma, true, false), (Family::Wgmma, true, true)];
+        CostModel {
+            source: "test".into(),
+            kinds: kinds.iter().map(|&(f, c, t)| kind(f, c, t)).collect(),
+            unit_intake_gbs: 70.0,
+            dram_tbs: 3.0,
+            partials_tbs: 1.0,
+            wave_us: 0.6,
+            unit_shared_bytes: 228 << 10,
+            unit_threads: 2048,
+            vendor: schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0 },
+            margin: 1.15,
+        }
+    }
+
+    /// The order of `choose`: a measured band that holds, else the planner (which
+    /// forwards where its predicted win is short of the margin and a library is
+    /// there to forward to), else the fallback in standalone mode only.
     #[test]
-    fn a_forward_without_a_library_to_forward_to_runs_the_fallback() {
+    fn choose_takes_a_holding_band_then_the_planner() {
+        let (t, fb) = (h100(), Fallback::for_arch(Arch::Sm90));
         let p = Problem::packed(DType::Bf16, 4, 2880, 4096, false);
-        let t = Tuning::single(&p, Choice::Forward);
-        let fb = Fallback::for_arch(Arch::Sm90);
-        assert_eq!(choose(&t, &fb, 132, &p, true), Err(Error::TunedForward));
-        let c = choose(&t, &fb, 132, &p, false).expect("the fallback runs it");
-        assert_eq!(Some(c), fb.choose(132, &p));
+        // A measured forward forwards where it can, else the planner or fallback runs it.
+        let table = Tuning::single(&p, Choice::Forward);
+        assert_eq!(choose(&table, &fb, &t, &p, true), Err(Error::TunedForward));
+        assert_eq!(choose(&table, &fb, &t, &p, false).ok(), fb.choose(132, &p));
+        // A measured run holds at its M, not at an M that doubles its token tiles.
+        let run = Choice::Run { kernel: kernels::for_arch(Arch::Sm90).kernels.iter().position(|k| k.dtype == DType::Bf16 && k.config.tile_m == 8).unwrap(), split_k: 2 };
+        let table = Tuning::single(&p, run);
+        assert_eq!(choose(&table, &fb, &t, &p, true), Ok(run));
+        // With planner constants, shapes the table does not hold at are planned.
+        let mut planned_table = Tuning::single(&p, run);
+        planned_table.planner = Some(model());
+        let small = Problem::packed(DType::Bf16, 4, 256, 7168, false);
+        let (pick, us) = planned(&model(), &t, &small).unwrap();
+        assert_eq!(choose(&planned_table, &fb, &t, &small, false), Ok(pick));
+        // Forwarded where a vendor is there and the predicted win is short of the margin.
+        let vendor = model().vendor_us(&small);
+        let want = if vendor >= 1.15 * us { Ok(pick) } else { Err(Error::PlannerForward) };
+        assert_eq!(choose(&planned_table, &fb, &t, &small, true), want);
+        let mut strict = model();
+        strict.margin = 100.0;
+        planned_table.planner = Some(strict);
+        assert_eq!(choose(&planned_table, &fb, &t, &small, true), Err(Error::PlannerForward));
+        // No planner constants and a vendor to forward to: forward.
+        assert_eq!(choose(&Tuning::default(), &fb, &t, &small, true), Err(Error::PlannerForward));
     }
 
     /// The split never exceeds what the partials capacity holds, nor the cluster

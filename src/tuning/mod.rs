@@ -1,7 +1,8 @@
 //! Tuning: which kernel config (and split-K factor) runs a given shape.
 //!
 //! `tuning/<arch>.json` maps (dtype, N, K, bias, token range) to a config or to
-//! "forward"; shapes it does not list get the hardware-aware fallback. The file is
+//! "forward", and holds the planner's constants for the device; shapes it does not
+//! list (or token counts its bands do not hold at) are planned (`planner`). The file is
 //! read once per device, from `SKINNYLT_TUNING_FILE`, `SKINNYLT_TUNING_DIR`, the
 //! installed data directory, or the copy embedded at build time, in that order.
 //! Devices of one arch can differ enough to need their own table (an H200 streams
@@ -11,6 +12,7 @@
 //! same places) instead.
 
 pub mod fallback;
+pub mod planner;
 pub mod schema;
 
 use rustc_hash::FxHashMap;
@@ -37,44 +39,38 @@ pub enum Choice {
 pub struct Tuning {
     pub source: String,
     by_shape: FxHashMap<(DType, u32, u32, bool), Vec<Band>>,
-    /// The measured shapes per (dtype, bias), for shapes the file does not list.
-    neighbours: FxHashMap<(DType, bool), Vec<Neighbour>>,
-    /// Every entry was measured on the device (not derived by the model).
-    measured: bool,
-    arch: Option<Arch>,
+    /// The planner's constants for the device, when the table has them.
+    pub planner: Option<schema::CostModel>,
     pub entries: usize,
     pub skipped: usize,
 }
 
-/// One token range of one shape: what to run, and whether it won clearly enough
-/// (by `CONFIDENT_SPEEDUP`) to be extrapolated to nearby shapes.
-#[derive(Clone, Copy, Debug)]
-struct Band {
-    m_min: u32,
-    m_max: u32,
-    choice: Choice,
-    confident: bool,
+/// One token range of one shape: what to run, measured at `m_min` (the tuner
+/// writes a measured M and the range up to the next one), or predicted by a model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Band {
+    pub m_min: u32,
+    pub m_max: u32,
+    pub choice: Choice,
+    /// Measured on the device, not predicted by a model.
+    pub measured: bool,
 }
 
-#[derive(Clone, Debug)]
-struct Neighbour {
-    n: u32,
-    k: u32,
-    ln_n: f32,
-    ln_k: f32,
+impl Band {
+    /// Whether the band's choice holds at `m` tokens: where it was measured, or
+    /// where its kernel runs as many token tiles as there (a tile count that
+    /// doubles doubles the weights read, and was never measured). A measured
+    /// "forward" holds over its whole range: forwarding never loses to the vendor.
+    pub fn holds_at(&self, arch: Arch, m: u32) -> bool {
+        match self.choice {
+            Choice::Forward => true,
+            Choice::Run { kernel, .. } => {
+                let tm = kernels::for_arch(arch).kernels[kernel].config.tile_m;
+                m == self.m_min || m.div_ceil(tm) == self.m_min.div_ceil(tm)
+            }
+        }
+    }
 }
-
-/// A shape the table does not list borrows the choice of its nearest measured shape
-/// (same dtype and bias, the same token range) only if that one is near
-/// (|ln N/N'| + |ln K/K'| <= `NEAR`, about ±12 % in one dimension) and beat the
-/// vendor by `CONFIDENT_SPEEDUP`; otherwise a measured table forwards and a model
-/// table leaves the choice to the fallback. Measured on 84 off-grid model shapes
-/// (H100; docs/performance.md): the untuned fallback ran them at
-/// 0.82x geomean (min 0.40x); borrowing from neighbours up to ln 2 away at 1.10x
-/// still lost up to 15 % (wave quantisation moves with N): so only close, clear
-/// wins are extrapolated, and `skinnylt tune --shape` measures the rest.
-pub const NEAR: f32 = 0.25;
-pub const CONFIDENT_SPEEDUP: f64 = 1.15;
 
 pub fn embedded(arch: Arch) -> &'static str {
     match arch {
@@ -237,76 +233,43 @@ impl Tuning {
         if file.arch != arch.name() {
             return Err(format!("file is for {}, device is {}", file.arch, arch.name()));
         }
-        let mut t = Tuning { source: source.to_owned(), measured: !file.entries.is_empty(), ..Default::default() };
+        let mut t = Tuning { source: source.to_owned(), planner: file.planner, ..Default::default() };
         for e in &file.entries {
-            t.measured &= e.source.starts_with("measured");
             let choice = match &e.kernel {
                 None => Choice::Forward,
                 Some(c) => match kernels::index_of(arch, e.dtype, c) {
                     Some(kernel) if e.split_k >= 1 => Choice::Run { kernel, split_k: e.split_k },
                     _ => {
                         // A config this binary does not contain (a hand-edited file).
-                        crate::log_warn!("tuning entry {:?} names a kernel not in this build; using the fallback", c);
+                        crate::log_warn!("tuning entry {:?} names a kernel not in this build; the planner decides instead", c);
                         t.skipped += 1;
                         continue;
                     }
                 },
             };
-            let confident = matches!(choice, Choice::Run { .. })
-                && matches!((e.us, e.vendor_us), (Some(us), Some(v)) if us > 0.0 && v / us >= CONFIDENT_SPEEDUP);
-            t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, confident });
-            let list = t.neighbours.entry((e.dtype, e.bias)).or_default();
-            if !list.iter().any(|nb| (nb.n, nb.k) == (e.n, e.k)) {
-                list.push(Neighbour { n: e.n, k: e.k, ln_n: (e.n as f32).ln(), ln_k: (e.k as f32).ln() });
-            }
+            let measured = e.source.starts_with("measured");
+            t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, measured });
             t.entries += 1;
         }
-        t.arch = Some(arch);
         Ok(t)
     }
 
-    /// A table with one entry: `choice` for exactly `p`'s shape and token count.
+    /// A table with one measured entry: `choice` for exactly `p`'s shape and M.
     pub fn single(p: &Problem, choice: Choice) -> Tuning {
         let mut t = Tuning { source: "forced".into(), entries: 1, ..Default::default() };
-        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![Band { m_min: p.m, m_max: p.m, choice, confident: false }]);
+        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![Band { m_min: p.m, m_max: p.m, choice, measured: true }]);
         t
     }
 
-    /// What the table says for this problem: its own entry, else its nearest
-    /// measured neighbour's (see `NEAR`); `None` leaves it to the fallback.
-    pub fn lookup(&self, p: &Problem) -> Option<Choice> {
-        let band = |n: u32, k: u32| {
-            let v = self.by_shape.get(&(p.dtype, n, k, p.has_bias()))?;
-            v.iter().find(|b| b.m_min <= p.m && p.m <= b.m_max).copied()
-        };
-        if let Some(b) = band(p.n, p.k) {
-            return Some(b.choice);
-        }
-        let unsure = if self.measured { Some(Choice::Forward) } else { None };
-        let Some(list) = self.neighbours.get(&(p.dtype, p.has_bias())) else { return unsure };
-        let (ln_n, ln_k) = ((p.n as f32).ln(), (p.k as f32).ln());
-        let near = list
-            .iter()
-            .map(|nb| ((nb.ln_n - ln_n).abs() + (nb.ln_k - ln_k).abs(), nb))
-            .filter(|(d, _)| *d <= NEAR)
-            .min_by(|a, b| a.0.total_cmp(&b.0));
-        match near.and_then(|(_, nb)| Some((nb, band(nb.n, nb.k)?))) {
-            Some((nb, b)) if b.confident => self.scaled(b.choice, nb, p).or(unsure),
-            _ => unsure,
-        }
+    /// Whether every entry was measured on the device (none predicted by a model).
+    pub fn measured(&self) -> bool {
+        self.by_shape.values().flatten().all(|b| b.measured)
     }
 
-    /// A neighbour's choice for `p`: the same kernel, with the split-K factor that
-    /// keeps the neighbour's CTA count, within the kernel's limits.
-    fn scaled(&self, choice: Choice, nb: &Neighbour, p: &Problem) -> Option<Choice> {
-        let Choice::Run { kernel, split_k } = choice else { return Some(choice) };
-        let c = kernels::for_arch(self.arch?).kernels.get(kernel)?.config;
-        let tiles = |n: u32| n.div_ceil(c.tile_n).saturating_mul(p.m.div_ceil(c.tile_m));
-        let ctas = tiles(nb.n).saturating_mul(split_k);
-        let nkb = p.k.div_ceil(c.tile_k);
-        let cap = if c.cluster { split_k.max(schema::PORTABLE_CLUSTER_SPLIT) } else { fallback::MAX_SPLIT };
-        let split = ctas.div_ceil(tiles(p.n).max(1)).min(cap).min((nkb / fallback::MIN_BLOCKS).max(1)).max(1);
-        Some(Choice::Run { kernel, split_k: split })
+    /// The table's band for this problem's shape and token count, if it lists one.
+    pub fn lookup(&self, p: &Problem) -> Option<Band> {
+        let bands = self.by_shape.get(&(p.dtype, p.n, p.k, p.has_bias()))?;
+        bands.iter().find(|b| b.m_min <= p.m && p.m <= b.m_max).copied()
     }
 }
 
@@ -389,7 +352,7 @@ mod tests {
                     let f: TuningFile = serde_json::from_str(text).unwrap();
                     assert_eq!((f.arch.as_str(), f.devices.is_empty()), (a.name(), false), "{}", var.name);
                     let t = Tuning::parse(a, text, var.name).unwrap();
-                    assert_eq!((t.skipped, t.measured), (0, true), "{}", var.name);
+                    assert_eq!((t.skipped, t.measured()), (0, true), "{}", var.name);
                 }
             }
         }
@@ -426,7 +389,7 @@ mod tests {
             assert_eq!(t.skipped, 0);
             if let Some(text) = embedded_no_pdl(arch) {
                 let t = Tuning::parse(arch, text, "embedded").unwrap();
-                assert_eq!((t.skipped, t.measured), (0, true));
+                assert_eq!((t.skipped, t.measured()), (0, true));
                 assert_eq!(t.entries, Tuning::parse(arch, embedded(arch), "embedded").unwrap().entries);
             }
         }
@@ -553,45 +516,52 @@ mod tests {
           {"dtype":"bf16","n":1024,"k":7168,"bias":false,"m_min":9,"m_max":128,"source":"measured"}]}"#;
         let t = Tuning::parse(Arch::Sm90, text, "test").unwrap();
         let mut p = Problem::packed(DType::Bf16, 4, 1024, 7168, false);
-        assert!(matches!(t.lookup(&p), Some(Choice::Run { split_k: 4, .. })));
+        let b = t.lookup(&p).unwrap();
+        assert!(matches!(b.choice, Choice::Run { split_k: 4, .. }) && b.measured);
         p.m = 9;
-        assert_eq!(t.lookup(&p), Some(Choice::Forward));
-        // Not listed, no neighbour (nothing with a bias): a measured table forwards,
-        // a model table leaves it to the fallback.
+        assert_eq!(t.lookup(&p).map(|b| b.choice), Some(Choice::Forward));
+        // A shape the table does not list: the planner's.
         p.bias = 0x100;
-        assert_eq!(t.lookup(&p), Some(Choice::Forward));
+        assert_eq!(t.lookup(&p), None);
         let model = text.replace("\"measured\"", "\"model\"");
-        assert_eq!(Tuning::parse(Arch::Sm90, &model, "test").unwrap().lookup(&p), None);
+        p.bias = 0;
+        assert!(!Tuning::parse(Arch::Sm90, &model, "test").unwrap().lookup(&p).unwrap().measured);
         assert!(Tuning::parse(Arch::Gfx942, text, "x").is_err());
     }
 
-    /// Shapes the table does not list borrow their nearest measured neighbour's
-    /// kernel only when it is near and won clearly; the split keeps its CTA count.
+    /// A measured choice holds at the M it was measured at and wherever its kernel
+    /// runs as many token tiles; not where the tiles double. A measured forward
+    /// holds over its whole range.
     #[test]
-    fn unlisted_shapes_follow_a_near_confident_neighbour_or_forward() {
-        let entry = |n: u32, k: u32, us: f64, vendor: f64, split: u32| {
-            format!(
-                r#"{{"dtype":"bf16","n":{n},"k":{k},"bias":false,"m_min":1,"m_max":16,"source":"measured","us":{us},"vendor_us":{vendor},
-                   "kernel":{{"family":"splitk","tile_m":8,"tile_n":16,"tile_k":128,"stages":8,"warps":[1,1,4],"b_to_lds":true,"cluster":true}},"split_k":{split}}}"#
-            )
-        };
-        let text = format!(
-            r#"{{"schema":1,"arch":"sm90","entries":[{},{}]}}"#,
-            entry(1024, 7168, 7.0, 9.0, 4),  // won by 1.29x
-            entry(4096, 4096, 10.0, 10.5, 1) // won by 1.05x: not confident
-        );
-        let t = Tuning::parse(Arch::Sm90, &text, "test").unwrap();
-        let p = |m: u32, n: u32, k: u32| Problem::packed(DType::Bf16, m, n, k, false);
-        // Near: the split that keeps the neighbour's 64 x 4 = 256 CTAs.
-        assert!(matches!(t.lookup(&p(4, 896, 7168)), Some(Choice::Run { split_k: 5, .. })));
-        assert!(matches!(t.lookup(&p(4, 1152, 7168)), Some(Choice::Run { split_k: 4, .. })));
-        assert!(matches!(t.lookup(&p(4, 1024, 6656)), Some(Choice::Run { split_k: 4, .. })));
-        // Half the N is too far.
-        assert_eq!(t.lookup(&p(4, 512, 7168)), Some(Choice::Forward));
-        // Near but the neighbour did not win clearly; far from everything; outside
-        // the neighbour's token range: forward.
-        assert_eq!(t.lookup(&p(4, 4096, 3584)), Some(Choice::Forward));
-        assert_eq!(t.lookup(&p(4, 16384, 16384)), Some(Choice::Forward));
-        assert_eq!(t.lookup(&p(64, 1024, 7168)), Some(Choice::Forward));
+    fn a_band_holds_only_where_its_token_tiles_do() {
+        let cat = kernels::for_arch(Arch::Sm90).kernels;
+        let with_tile = |tm: u32| cat.iter().position(|k| k.config.tile_m == tm && k.dtype == DType::Bf16).unwrap();
+        let band = |kernel, m_min, m_max| Band { m_min, m_max, choice: Choice::Run { kernel, split_k: 2 }, measured: true };
+        let b8 = band(with_tile(8), 8, 15);
+        assert!(b8.holds_at(Arch::Sm90, 8));
+        assert!(!b8.holds_at(Arch::Sm90, 9) && !b8.holds_at(Arch::Sm90, 15));
+        let b16 = band(with_tile(16), 16, 31);
+        assert!(b16.holds_at(Arch::Sm90, 16) && !b16.holds_at(Arch::Sm90, 17));
+        let b32 = band(with_tile(32), 17, 31);
+        assert!((17..=31).all(|m| b32.holds_at(Arch::Sm90, m)));
+        let b1 = band(with_tile(8), 1, 1);
+        assert!(b1.holds_at(Arch::Sm90, 1));
+        let fwd = Band { choice: Choice::Forward, ..b8 };
+        assert!((8..=15).all(|m| fwd.holds_at(Arch::Sm90, m)));
+    }
+
+    /// The shipped H100 and H200 tables carry fitted planner constants with a kind
+    /// for every kernel kind they compile; the AMD tables carry the hardware's.
+    #[test]
+    fn the_shipped_tables_carry_planner_constants() {
+        for text in texts(Arch::Sm90).into_iter().chain(texts(Arch::Gfx942)).chain(texts(Arch::Gfx950)) {
+            let f: TuningFile = serde_json::from_str(text).unwrap();
+            let Some(m) = f.planner else { panic!("{} table without planner constants", f.arch) };
+            assert!(m.margin >= 1.0 && m.dram_tbs > 0.0 && m.unit_intake_gbs > 0.0, "{}", f.arch);
+            let arch = Arch::from_name(&f.arch).unwrap();
+            for k in kernels::for_arch(arch).kernels {
+                assert!(m.kinds.iter().any(|c| (c.family, c.cluster, c.tma) == (k.config.family, k.config.cluster, k.config.tma)), "{}: no constants for {}", f.arch, k.name);
+            }
+        }
     }
 }

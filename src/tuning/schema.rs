@@ -358,7 +358,75 @@ pub struct TuningFile {
     pub devices: Vec<String>,
     #[serde(default)]
     pub provenance: Provenance,
+    /// The planner's constants for this device (`crate::tuning::planner`): fitted
+    /// to measurements (`skinnylt fit`), or from the hardware's documented numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<CostModel>,
     pub entries: Vec<Entry>,
+}
+
+/// The constants of the planner's cost model of one device (see
+/// `crate::tuning::planner` for the model and tuning/README.md for their meaning).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostModel {
+    /// "fitted" (to `tune --dump` measurements on the device) or "hardware"
+    /// (from documented peak numbers, not measured).
+    pub source: String,
+    /// One kind of kernel each: a family, with or without clusters and TMA.
+    pub kinds: Vec<KindCost>,
+    /// Most bytes per µs one compute unit takes in (GB/s).
+    pub unit_intake_gbs: f64,
+    /// DRAM bandwidth for weights (TB/s).
+    pub dram_tbs: f64,
+    /// Bandwidth of the global split-K partials (TB/s).
+    pub partials_tbs: f64,
+    /// Fixed cost of each wave of CTAs (µs): the first stage and the tail.
+    pub wave_us: f64,
+    /// Shared memory (LDS) and threads one compute unit holds, for occupancy.
+    pub unit_shared_bytes: u32,
+    pub unit_threads: u32,
+    /// The vendor library's time: max(fixed + per_m · M/128 + per_kilo_k · K/1024,
+    /// base + bytes / bw).
+    pub vendor: VendorCost,
+    /// skinnylt runs an unlisted shape, when a vendor library is there to forward
+    /// to, only where its predicted time beats the vendor's predicted time by this
+    /// factor.
+    pub margin: f64,
+}
+
+/// The cost constants of one kind of kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindCost {
+    pub family: Family,
+    #[serde(default)]
+    pub cluster: bool,
+    #[serde(default)]
+    pub tma: bool,
+    /// Fixed time of a launch (µs).
+    pub launch_us: f64,
+    /// Bytes per µs one CTA streams (GB/s).
+    pub cta_gbs: f64,
+    /// Split-K: fixed cost, per split, and per KiB of one CTA's partial tile (µs).
+    pub split_us: f64,
+    pub per_split_us: f64,
+    pub partial_us_per_kib: f64,
+    /// Matrix throughput one compute unit reaches with this kind (TFLOP/s).
+    pub unit_tflops: f64,
+}
+
+/// The vendor library's time model (µs).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorCost {
+    pub fixed_us: f64,
+    pub per_m_us: f64,
+    /// Its floor grows with K (a longer reduction, split or not).
+    #[serde(default)]
+    pub per_kilo_k_us: f64,
+    pub base_us: f64,
+    pub tbs: f64,
 }
 
 impl TuningFile {

@@ -121,6 +121,9 @@ pub struct Row {
     pub shape: Shape,
     /// skinnylt as deployed: its own time, or the vendor's where it forwards.
     pub ours_us: f64,
+    /// skinnylt's own time where it can run the shape (also where deployment
+    /// forwards it), NaN where it cannot.
+    pub own_us: f64,
     /// The vendor: the fastest of its top-8 algorithms, and its first (the
     /// heuristic's pick, what an application gets by default).
     pub vendor_us: f64,
@@ -444,13 +447,15 @@ impl Bencher<'_> {
         let (cu, s, reps) = (self.rig.cu, self.rig.s, self.a.reps);
         let cs = ColdSets::new(cu, s, self.rig.dev.info.l2_bytes, rng, self.dtype, &sh)?;
 
-        // skinnylt through the C API.
-        let (l, forwarded) = self.ours(&sh, &cs)?;
-        let ours = if forwarded {
-            None
-        } else {
+        // skinnylt through the C API: timed wherever it runs (standalone), and counted
+        // as the vendor's where deployment routing forwards.
+        let (l, runs, forwarded) = self.ours(&sh, &cs)?;
+        let own = if runs {
             Some(time_graph(cu, s, reps, cs.count, || (0..cs.count).try_for_each(|i| self.call_ours(&l, &cs, i)))?)
+        } else {
+            None
         };
+        let ours = own.filter(|_| !forwarded);
 
         // The vendor: every one of its top-8 algorithms, keep the fastest (and the first).
         let p = self.rig.vendor_problem(self.dtype, &sh, &cs)?;
@@ -465,7 +470,7 @@ impl Bencher<'_> {
         };
         drop(p);
         let floor_us = floor_us(&sh, self.rig.bw);
-        let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), vendor_us: vendor, vendor_top1_us: vendor_top1, floor_us, forwarded };
+        let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), own_us: own.unwrap_or(f64::NAN), vendor_us: vendor, vendor_top1_us: vendor_top1, floor_us, forwarded };
         Ok((row, host))
     }
 
@@ -474,16 +479,17 @@ impl Bencher<'_> {
     /// deployment routing forwards it (a shape the table forwards counts as the
     /// vendor's, as it would with a real hipBLASLt; standalone, the library runs
     /// its fallback).
-    fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<(Linear, bool), String> {
+    fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<(Linear, bool, bool), String> {
         let (m, n, k) = (sh.m as u64, sh.n as u64, sh.k as u64);
         let l = Linear::new(self.dtype, m, n, k, k, k, n, sh.bias.then_some(cs.db.1))?;
         let dev = &self.rig.dev;
-        let tuned_forward = dev.choose(&sh.problem(self.dtype), dev.pdl(), true) == Err(skinnylt::engine::Error::TunedForward);
+        use skinnylt::engine::Error;
+        let deployed_forward = matches!(dev.choose(&sh.problem(self.dtype), dev.pdl(), true), Err(Error::TunedForward | Error::PlannerForward));
         let before = crate::counters().intercepted;
         let probe = self.run_ours(&l, cs, 0);
         self.rig.cu.sync(self.rig.s)?;
-        let forwarded = tuned_forward || probe != skinnylt::abi::STATUS_SUCCESS || crate::counters().intercepted != before + 1;
-        Ok((l, forwarded))
+        let runs = probe == skinnylt::abi::STATUS_SUCCESS && crate::counters().intercepted == before + 1;
+        Ok((l, runs, deployed_forward || !runs))
     }
 
     /// Call `c` of skinnylt on the cold sets, through `hipblasLtMatmul`: its status.
@@ -610,19 +616,22 @@ fn to_json(rows: &[Row], device: &str, bw: f64) -> String {
 
 /// One row of `bench --json`, on one line (`rows_from_json` reads it back).
 fn json_row(r: &Row) -> String {
+    // Non-finite times (a side that could not run) are null.
+    let num = |x: f64| if x.is_finite() { format!("{x:.3}") } else { "null".to_owned() };
     format!(
-        "{{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {:.3}, \"vendor_us\": {:.3}, \"vendor_top1_us\": {:.3}, \"floor_us\": {:.3}, \"speedup\": {:.3}, \"efficiency\": {:.3}, \"forwarded\": {}}}",
+        "{{\"group\": {:?}, \"m\": {}, \"n\": {}, \"k\": {}, \"bias\": {}, \"ours_us\": {}, \"own_us\": {}, \"vendor_us\": {}, \"vendor_top1_us\": {}, \"floor_us\": {}, \"speedup\": {}, \"efficiency\": {}, \"forwarded\": {}}}",
         r.shape.group,
         r.shape.m,
         r.shape.n,
         r.shape.k,
         r.shape.bias,
-        r.ours_us,
-        r.vendor_us,
-        r.vendor_top1_us,
-        r.floor_us,
-        r.speedup(),
-        r.efficiency(),
+        num(r.ours_us),
+        num(r.own_us),
+        num(r.vendor_us),
+        num(r.vendor_top1_us),
+        num(r.floor_us),
+        num(r.speedup()),
+        num(r.efficiency()),
         r.forwarded,
     )
 }
@@ -775,6 +784,7 @@ pub fn rows_from_json(text: &str) -> Result<(String, Vec<Row>), String> {
                 bias: r["bias"].as_bool().unwrap_or(false),
             },
             ours_us: r["ours_us"].as_f64().unwrap_or(f64::NAN),
+            own_us: r["own_us"].as_f64().unwrap_or(f64::NAN),
             vendor_us: r["vendor_us"].as_f64().unwrap_or(f64::NAN),
             vendor_top1_us: r["vendor_top1_us"].as_f64().unwrap_or(f64::NAN),
             floor_us: r["floor_us"].as_f64().unwrap_or(f64::NAN),
@@ -826,7 +836,7 @@ mod tests {
     fn rows() -> Vec<Row> {
         [1, 4]
             .into_iter()
-            .map(|m| Row { shape: Shape { group: "G1", m, n: 2880, k: 2880, bias: true }, ours_us: 5.0, vendor_us: 7.5, vendor_top1_us: 8.0, floor_us: 4.0, forwarded: false })
+            .map(|m| Row { shape: Shape { group: "G1", m, n: 2880, k: 2880, bias: true }, ours_us: 5.0, own_us: 5.0, vendor_us: 7.5, vendor_top1_us: 8.0, floor_us: 4.0, forwarded: false })
             .collect()
     }
 

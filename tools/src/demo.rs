@@ -171,11 +171,10 @@ fn route_problem(a: &Args, dtype: DType) -> Problem {
 fn explain_on(arch: Arch, p: &Problem) -> Result<(String, engine::Plan), skinnylt::route::Reason> {
     let unsupported = skinnylt::route::Reason::ArchUnsupported;
     let table = Tuning::parse(arch, skinnylt::tuning::embedded(arch), "embedded").map_err(|_| unsupported)?;
-    let units = arch.default_units();
-    let choice = engine::choose(&table, &Fallback::for_arch(arch), units, p, false).map_err(|_| unsupported)?;
     let cfg = skinnylt::config::Config::from_env();
     let backend = if arch == Arch::Sm90 { skinnylt::gpu::Backend::Cuda } else { skinnylt::gpu::Backend::Hip };
-    let target = Target { arch, backend, units, partial_capacity: engine::lane_bytes(&cfg) };
+    let target = Target { arch, backend, units: arch.default_units(), partial_capacity: engine::lane_bytes(&cfg) };
+    let choice = engine::choose(&table, &Fallback::for_arch(arch), &target, p, false).map_err(|_| unsupported)?;
     let plan = engine::plan(&target, choice, p).map_err(|_| skinnylt::route::Reason::Dimensions)?;
     Ok((kernels::for_arch(arch).kernels[plan.kernel].name.to_owned(), plan))
 }

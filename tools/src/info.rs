@@ -17,6 +17,7 @@ pub fn run() -> i32 {
         }
         None => println!("real hipBLASLt: none found — standalone mode (calls skinnylt cannot run return NOT_SUPPORTED)"),
     }
+    routing();
     match gpu::runtime() {
         None => println!("GPU runtime: none (no libamdhip64 or libcuda with a device)"),
         Some(rt) => {
@@ -42,4 +43,23 @@ pub fn run() -> i32 {
         }
     }
     0
+}
+
+/// How each arch's shipped table routes: measured entries or a model's, and the
+/// planner that decides for every shape or token count the table does not hold at.
+fn routing() {
+    println!("routing (shipped tables):");
+    for arch in gpu::Arch::ALL {
+        let Ok(t) = skinnylt::tuning::Tuning::parse(arch, skinnylt::tuning::embedded(arch), "embedded") else { continue };
+        let entries = if t.measured() { "measured entries run as measured" } else { "entries predicted by a model (not measured): ignored, the planner decides" };
+        let planner = match &t.planner {
+            Some(m) => format!(
+                "planner constants {}; with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time beats hipBLASLt's by {:.2}x, else it is forwarded",
+                if m.source.starts_with("hardware") { "from the hardware's documented numbers, not measured" } else { "fitted to measurements" },
+                m.margin
+            ),
+            None => "no planner constants: with a real hipBLASLt unlisted shapes are forwarded".to_owned(),
+        };
+        println!("  {:<7} {} entries, {entries}; {planner}", arch.name(), t.entries);
+    }
 }

@@ -12,7 +12,7 @@
 //! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file.
 
 
-use skinnylt_tools::{audit, bench, check, demo, info, kernels, tune};
+use skinnylt_tools::{audit, bench, check, demo, fit, info, kernels, tune};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -39,6 +39,9 @@ enum Cmd {
     Bench(bench::Args),
     /// Measure every kernel config per shape and write tuning/<arch>.json (needs a GPU).
     Tune(tune::Args),
+    /// Fit the planner's cost model to `tune --dump` measurements; writes it into a
+    /// tuning table.
+    Fit(fit::Args),
     /// Redraw the heatmap and latency curves of a saved `bench --json` file.
     Plot(bench::PlotArgs),
 }
@@ -59,6 +62,7 @@ fn main() {
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Tune(a) => tune::run(&a),
         Cmd::Plot(a) => bench::plot(&a),
+        Cmd::Fit(a) => fit::run(&a),
     };
     std::process::exit(code);
 }

@@ -127,6 +127,13 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// The planner constants of the table shipped for `arch` (on `device`, its
+/// variant's), so that a table written anew keeps them.
+fn shipped_planner(arch: gpu::Arch, device: Option<&str>) -> Option<skinnylt::tuning::schema::CostModel> {
+    let text = device.and_then(|d| tuning::variant_for(arch, d)).map_or(tuning::embedded(arch), |v| v.table);
+    serde_json::from_str::<TuningFile>(text).ok()?.planner
+}
+
 /// The output file to resume (its shapes are skipped), else a new one for this
 /// device.
 fn resume(out: &str, dev: &Device) -> Result<TuningFile, String> {
@@ -140,6 +147,7 @@ fn resume(out: &str, dev: &Device) -> Result<TuningFile, String> {
             // On a device with its own variant, a file the library can take as one.
             devices: tuning::variant_for(arch, &dev.info.name).map(|v| v.devices()).unwrap_or_default(),
             provenance: Provenance::default(),
+            planner: shipped_planner(arch, Some(&dev.info.name)),
             entries: vec![],
         });
     // Resuming another arch's file would skip its shapes and mix the two.
@@ -587,6 +595,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         schema: 1,
         arch: arch.name().into(),
         devices: vec![],
+        planner: shipped_planner(arch, None),
         provenance: provenance(
             format!("model of {} ({} CUs, {:.1} TB/s peak HBM); not measured on the chip", arch.name(), arch.default_units(), bw / 1e12),
             format!(

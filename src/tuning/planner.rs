@@ -1,0 +1,191 @@
+//! The planner: for any problem, the kernel and split-K factor with the least
+//! predicted time, and that time, from a cost model of the kernels whose constants
+//! are fitted per device to measurements (`skinnylt fit` over `tune --dump`) or
+//! taken from the hardware's documented numbers (AMD, until measured).
+//!
+//! The model, per candidate (kernel with tiles tm × tn × tk, split S) on M × N × K:
+//! * tiles = ⌈N/tn⌉·⌈M/tm⌉, CTAs = tiles·S; a CTA streams (tn + tm)·⌈K/S⌉·2 bytes;
+//! * occupancy: the CTAs one compute unit holds (shared memory, threads); waves =
+//!   ⌈CTAs / (units · occupancy)⌉, and r = min(occupancy, ⌈CTAs/units⌉) CTAs share
+//!   a unit in a wave;
+//! * a wave takes `wave_us` plus the longest of: the unit's intake,
+//!   r · bytes per CTA / min(unit_intake, r · cta_gbs); the weights from DRAM,
+//!   N·K·2 / (dram · waves); the matrix work, r · flops per CTA / unit_tflops;
+//! * the launch adds `launch_us`; a split adds `split_us` + `per_split_us`·S +
+//!   `partial_us_per_kib`·(one CTA's fp32 partial tile, KiB), and outside a
+//!   cluster the partials' round trip at `partials_tbs`.
+//!
+//! The vendor library's time is modelled too (`VendorCost`, fitted so that it errs
+//! towards the vendor being faster), so that with a real
+//! hipBLASLt present a shape no table lists runs on skinnylt only where the
+//! predicted win clears `margin`.
+
+use super::Choice;
+use super::schema::{CostModel, DType, KernelConfig, KindCost, TargetFacts, MAX_CLUSTER_SPLIT};
+use crate::route::Problem;
+
+/// Split-K factors the planner considers (as the tuner does).
+pub const SPLITS: [u32; 12] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32];
+/// The fewest K blocks a split must leave each CTA (as the fallback and tuner).
+pub const MIN_BLOCKS: u32 = 2;
+
+/// What the model needs of the device besides the constants.
+#[derive(Clone, Copy, Debug)]
+pub struct Device {
+    pub units: u32,
+    pub facts: TargetFacts,
+}
+
+impl CostModel {
+    fn kind(&self, c: &KernelConfig) -> Option<&KindCost> {
+        self.kinds.iter().find(|k| k.family == c.family && k.cluster == c.cluster && k.tma == c.tma)
+    }
+
+    /// Predicted time (µs) of kernel `c` at split `s` on `p`; `None` for a kind the
+    /// model has no constants for.
+    pub fn predict(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
+        let kind = self.kind(c)?;
+        let (n, k) = (p.n as f64, p.k as f64);
+        let tiles = (p.n.div_ceil(c.tile_n) as f64) * (p.m.div_ceil(c.tile_m) as f64);
+        let ctas = tiles * s as f64;
+        let units = dev.units.max(1) as f64;
+        let lds = c.lds_bytes(&dev.facts) as f64 + 1024.0;
+        let occupancy = (self.unit_shared_bytes as f64 / lds).floor().min((self.unit_threads / c.threads(&dev.facts).max(1)) as f64).clamp(1.0, 32.0);
+        let waves = (ctas / (units * occupancy)).ceil();
+        let resident = occupancy.min((ctas / units).ceil());
+        let blocks = ((p.k.div_ceil(c.tile_k)) as f64 / s as f64).ceil();
+        let cta_bytes = (c.tile_n + c.tile_m) as f64 * blocks * c.tile_k as f64 * 2.0;
+        let intake = (self.unit_intake_gbs * 1e3).min(resident * kind.cta_gbs * 1e3); // bytes/µs
+        let cta_mflop = (c.tile_m * c.tile_n) as f64 * blocks * c.tile_k as f64 * 2.0 / 1e6;
+        let wave = (resident * cta_bytes / intake).max(2.0 * n * k / (self.dram_tbs * 1e6 * waves)).max(resident * cta_mflop / kind.unit_tflops);
+        let mut t = kind.launch_us + waves * (self.wave_us + wave);
+        if s > 1 {
+            let partial_kib = (c.tile_m * c.tile_n) as f64 * 4.0 / 1024.0;
+            t += kind.split_us + kind.per_split_us * s as f64 + kind.partial_us_per_kib * partial_kib;
+            if !c.cluster {
+                t += tiles * s as f64 * partial_kib * 1024.0 / (self.partials_tbs * 1e6);
+            }
+        }
+        Some(t)
+    }
+
+    /// The vendor library's predicted time (µs) on `p`.
+    pub fn vendor_us(&self, p: &Problem) -> f64 {
+        let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+        let bytes = 2.0 * (n * k + m * k + m * n);
+        let v = &self.vendor;
+        (v.fixed_us + v.per_m_us * m / 128.0 + v.per_kilo_k_us * k / 1024.0).max(v.base_us + bytes / (v.tbs * 1e6))
+    }
+}
+
+/// A candidate: its index in the arch's catalog, and its config.
+pub type Candidate<'a> = (usize, &'a KernelConfig);
+
+/// The split-K factors `c` may run `p` with: whole K blocks for every split, within
+/// the cluster limit.
+pub fn splits(c: &KernelConfig, p: &Problem) -> impl Iterator<Item = u32> + use<> {
+    let blocks = p.k.div_ceil(c.tile_k);
+    let cap = if c.cluster { MAX_CLUSTER_SPLIT } else { u32::MAX };
+    SPLITS.into_iter().filter(move |&s| s <= cap && (s == 1 || blocks / s >= MIN_BLOCKS))
+}
+
+/// Whether a kernel's token tile suits `m` tokens: not much larger than M (the
+/// tuner's rule), and the sparse family only for tiles of 8 tokens it is built for.
+pub fn suits(c: &KernelConfig, m: u32) -> bool {
+    c.tile_m <= m.next_power_of_two().max(8)
+}
+
+/// The candidate with the least predicted time for `p`, and that time: every kernel
+/// of `p`'s dtype in `catalog` at every split it allows. `cap` caps a split as the
+/// launch plan would (partials capacity, counters); `None` when no kernel has
+/// constants.
+pub fn best<'a>(model: &CostModel, dev: &Device, catalog: impl Iterator<Item = (usize, DType, &'a KernelConfig)>, p: &Problem, cap: impl Fn(usize, u32) -> u32) -> Option<(Choice, f64)> {
+    let mut best: Option<(Choice, f64)> = None;
+    for (kernel, dtype, c) in catalog {
+        if dtype != p.dtype || !suits(c, p.m) {
+            continue;
+        }
+        for s in splits(c, p) {
+            let s = cap(kernel, s);
+            let Some(t) = model.predict(dev, c, s, p) else { break };
+            if best.is_none_or(|(_, bt)| t < bt) {
+                best = Some((Choice::Run { kernel, split_k: s }, t));
+            }
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tuning::schema::{Family, VendorCost, target};
+
+    fn model() -> CostModel {
+        let kind = |family, cluster, tma| KindCost { family, cluster, tma, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
+        CostModel {
+            source: "test".into(),
+            kinds: vec![kind(Family::Splitk, false, false), kind(Family::Splitk, true, false)],
+            unit_intake_gbs: 70.0,
+            dram_tbs: 3.0,
+            partials_tbs: 1.0,
+            wave_us: 0.6,
+            unit_shared_bytes: 228 << 10,
+            unit_threads: 2048,
+            vendor: VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0 },
+            margin: 1.15,
+        }
+    }
+
+    fn dev() -> Device {
+        Device { units: 132, facts: target("sm90").unwrap() }
+    }
+
+    fn cfg(tm: u32, tn: u32, cluster: bool) -> KernelConfig {
+        KernelConfig { family: Family::Splitk, tile_m: tm, tile_n: tn, tile_k: 128, stages: 8, warps: [1, 1, 4], b_to_lds: true, cluster, tma: false }
+    }
+
+    /// Streaming-bound shapes take at least their weights over DRAM; more weight
+    /// takes longer; a split that fills the GPU beats one CTA row on a big K.
+    #[test]
+    fn the_model_respects_bytes_and_parallelism() {
+        let (m, d) = (model(), dev());
+        let p = Problem::packed(DType::Bf16, 1, 8192, 8192, false);
+        let c = cfg(8, 16, true);
+        let t1 = m.predict(&d, &c, 1, &p).unwrap();
+        assert!(t1 >= 2.0 * 8192.0 * 8192.0 / 3.0e6, "{t1}");
+        let small = Problem::packed(DType::Bf16, 1, 256, 8192, false);
+        let (s1, s8) = (m.predict(&d, &c, 1, &small).unwrap(), m.predict(&d, &c, 8, &small).unwrap());
+        assert!(s8 < s1, "16 CTAs at S=1 ({s1}) vs 128 at S=8 ({s8})");
+        assert!(m.predict(&d, &c, 1, &Problem::packed(DType::Bf16, 1, 16384, 8192, false)).unwrap() > t1);
+        // A kind without constants is not predicted.
+        assert!(m.predict(&d, &KernelConfig { family: Family::Wgmma, ..c }, 1, &p).is_none());
+    }
+
+    /// The search picks the least predicted time over kernels and splits, of the
+    /// problem's dtype and a token tile that suits M.
+    #[test]
+    fn best_is_the_least_predicted() {
+        let (m, d) = (model(), dev());
+        let cfgs = [cfg(8, 16, true), cfg(8, 64, false), cfg(64, 16, true)];
+        let catalog = || cfgs.iter().enumerate().map(|(i, c)| (i, DType::Bf16, c));
+        let p = Problem::packed(DType::Bf16, 4, 1024, 7168, false);
+        let (choice, t) = best(&m, &d, catalog(), &p, |_, s| s).unwrap();
+        let Choice::Run { kernel, split_k } = choice else { panic!() };
+        assert_ne!(kernel, 2, "a 64-token tile for 4 tokens");
+        for (i, _, c) in catalog().filter(|(_, _, c)| suits(c, 4)) {
+            for s in splits(c, &p) {
+                assert!(m.predict(&d, c, s, &p).unwrap() >= t, "kernel {i} split {s} beats the pick ({kernel}, {split_k})");
+            }
+        }
+        assert!(best(&m, &d, catalog(), &Problem::packed(DType::F16, 4, 1024, 7168, false), |_, s| s).is_none());
+    }
+
+    #[test]
+    fn the_vendor_model_has_a_floor_and_streams() {
+        let m = model();
+        assert_eq!(m.vendor_us(&Problem::packed(DType::Bf16, 1, 64, 64, false)), 6.0 + 0.7 / 128.0);
+        let big = Problem::packed(DType::Bf16, 1, 16384, 16384, false);
+        assert!((m.vendor_us(&big) - (3.7 + 2.0 * (16384.0 * 16384.0 + 16384.0 + 16384.0) / 3.0e6)).abs() < 1e-6);
+    }
+}
