@@ -125,20 +125,7 @@ mod tests {
     }
 
     fn model() -> CostModel {
-        let kind = |family, cluster, tma| schema::KindCost { family, cluster, tma, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
-        let kinds = [(Family::Splitk, false, false), (Family::Splitk, true, false), (Family::Vdmfma, false, false), (Family::Wgmma, false, false), (Family::Wgmma, true, false), (Family::Wgmma, true, true)];
-        CostModel {
-            source: "test".into(),
-            kinds: kinds.iter().map(|&(f, c, t)| kind(f, c, t)).collect(),
-            unit_intake_gbs: 70.0,
-            dram_tbs: 3.0,
-            partials_tbs: 1.0,
-            wave_us: 0.6,
-            unit_shared_bytes: 228 << 10,
-            unit_threads: 2048,
-            vendor: schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0 },
-            margin: 1.15,
-        }
+        crate::tuning::planner::test_model(&[(Family::Splitk, false, false), (Family::Splitk, true, false), (Family::Vdmfma, false, false), (Family::Wgmma, false, false), (Family::Wgmma, true, false), (Family::Wgmma, true, true)])
     }
 
     /// The order of `choose`: a measured band that holds, else the planner (which

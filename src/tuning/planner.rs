@@ -116,25 +116,31 @@ pub fn best<'a>(model: &CostModel, dev: &Device, catalog: impl Iterator<Item = (
     best
 }
 
+/// A cost model with round constants, for tests: `kinds` as (family, cluster, tma).
+#[cfg(test)]
+pub(crate) fn test_model(kinds: &[(super::schema::Family, bool, bool)]) -> CostModel {
+    let kind = |&(family, cluster, tma): &(super::schema::Family, bool, bool)| KindCost { family, cluster, tma, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
+    CostModel {
+        source: "test".into(),
+        kinds: kinds.iter().map(kind).collect(),
+        unit_intake_gbs: 70.0,
+        dram_tbs: 3.0,
+        partials_tbs: 1.0,
+        wave_us: 0.6,
+        unit_shared_bytes: 228 << 10,
+        unit_threads: 2048,
+        vendor: super::schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0 },
+        margin: 1.15,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tuning::schema::{Family, VendorCost, target};
+    use crate::tuning::schema::{Family, target};
 
     fn model() -> CostModel {
-        let kind = |family, cluster, tma| KindCost { family, cluster, tma, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
-        CostModel {
-            source: "test".into(),
-            kinds: vec![kind(Family::Splitk, false, false), kind(Family::Splitk, true, false)],
-            unit_intake_gbs: 70.0,
-            dram_tbs: 3.0,
-            partials_tbs: 1.0,
-            wave_us: 0.6,
-            unit_shared_bytes: 228 << 10,
-            unit_threads: 2048,
-            vendor: VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0 },
-            margin: 1.15,
-        }
+        test_model(&[(Family::Splitk, false, false), (Family::Splitk, true, false)])
     }
 
     fn dev() -> Device {

@@ -42,7 +42,7 @@ pub struct ShapeArgs {
     #[arg(long = "m", value_delimiter = ',')]
     pub tokens: Vec<u32>,
     /// Decode GEMMs of the open models in tools/models.json (repeatable):
-    /// "models" (those tuned), "held-out" (never tuned) or "all"; at the token
+    /// "models" (the training set: fitted and tuned on), "held-out" (never fitted or tuned on) or "all"; at the token
     /// counts of --m, else 1, 3, 5, 8, 12, 16, 24, 32, 48, 64, 100, 128.
     #[arg(long = "set")]
     pub sets: Vec<String>,
