@@ -266,6 +266,14 @@ impl Tuning {
         self.by_shape.values().flatten().all(|b| b.measured)
     }
 
+    /// Every measured entry that runs a kernel, as (dtype, N, K, bias, the M it was
+    /// measured at), in no particular order: what a correctness suite of the table covers.
+    pub fn measured_runs(&self) -> impl Iterator<Item = (DType, u32, u32, bool, u32)> + '_ {
+        self.by_shape.iter().flat_map(|(&(dtype, n, k, bias), bands)| {
+            bands.iter().filter(|b| b.measured && matches!(b.choice, Choice::Run { .. })).map(move |b| (dtype, n, k, bias, b.m_min))
+        })
+    }
+
     /// The table's band for this problem's shape and token count, if it lists one.
     pub fn lookup(&self, p: &Problem) -> Option<Band> {
         let bands = self.by_shape.get(&(p.dtype, p.n, p.k, p.has_bias()))?;
@@ -334,6 +342,21 @@ mod tests {
     /// A device whose name contains a variant's pattern reads the variant's tables
     /// (both kinds), any other the arch's; the main tables name no devices, every
     /// variant's do, and all of them parse whole and measured.
+    /// A suite of the table sees every measured entry that runs a kernel, once, and
+    /// neither forwards nor model entries.
+    #[test]
+    fn measured_runs_are_the_measured_kernel_entries() {
+        for (arch, file) in files() {
+            let t = Tuning::parse(arch, &serde_json::to_string(&file).unwrap(), "test").unwrap();
+            let mut want: Vec<_> = file.entries.iter().filter(|e| e.kernel.is_some() && e.source.starts_with("measured")).map(|e| (e.dtype, e.n, e.k, e.bias, e.m_min)).collect();
+            let mut got: Vec<_> = t.measured_runs().collect();
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "{}", arch.name());
+            assert_eq!(got.is_empty(), arch != Arch::Sm90, "{}: only sm90 has measured entries", arch.name());
+        }
+    }
+
     #[test]
     fn devices_pick_their_variant() {
         assert_eq!(variant_for(Arch::Sm90, "NVIDIA H200").map(|v| v.name), Some("h200"));

@@ -134,6 +134,9 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
 
     // ---- correctness over the public grid and odd shapes ----
     let mut cases = grid_cases(a.limit.unwrap_or(usize::MAX));
+    if a.tuning == "shipped" && a.limit.is_none() {
+        cases.extend(table_cases(dev.table(dev.pdl()), &cases));
+    }
     cases.extend(odd_cases(&mut s.rng, a.random));
     let t0 = Instant::now();
     for c in &cases {
@@ -162,6 +165,15 @@ fn grid_cases(limit: usize) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// Every measured entry of the table that `known` does not already cover, at the M
+/// it was measured at, sorted (entries beyond the grid: a user's or a model's shapes).
+fn table_cases(table: &skinnylt::tuning::Tuning, known: &[Case]) -> Vec<Case> {
+    let covered: std::collections::HashSet<_> = known.iter().map(|c| (c.dtype, c.m, c.n, c.k, c.bias)).collect();
+    let mut runs: Vec<_> = table.measured_runs().map(|(dtype, n, k, bias, m)| (dtype, m as usize, n as usize, k as usize, bias)).filter(|c| !covered.contains(c)).collect();
+    runs.sort();
+    runs.into_iter().enumerate().map(|(i, (dtype, m, n, k, bias))| Case { group: "table", dtype, m, n, k, bias, ldw: k, ldy: n, workspace: i % 3 == 0 }).collect()
 }
 
 /// `count` random odd shapes: M up to 8 or 128, any N, K a multiple of 8, padded

@@ -97,7 +97,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
     let mut file = resume(&out, dev)?;
     // Confirmation rounds: an odd number, so that the median is one of them.
     let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
-    file.provenance = measured_provenance(&rig, rounds);
+    file.provenance = extended(&file.provenance, measured_provenance(&rig, rounds));
     let shapes: Vec<Shape> = a.select.shapes()?;
     let (h, ws) = rig.handle_and_workspace()?;
     let mut rng = Rng(0x7e57);
@@ -168,6 +168,21 @@ fn measured_provenance(rig: &Rig, rounds: usize) -> Provenance {
             if rounds > 0 { format!("the winner and the vendor re-timed alternately, {rounds} rounds, medians; ") } else { String::new() }
         ),
     )
+}
+
+/// The provenance of a file that `next` adds entries to: the entries already there
+/// keep theirs, so the commands (and devices and methods, where they differ) are chained.
+fn extended(old: &Provenance, next: Provenance) -> Provenance {
+    if old.command.is_empty() {
+        return next;
+    }
+    let chain = |a: &str, b: String| if a.is_empty() || a == b { b } else { format!("{a}; then {b}") };
+    Provenance {
+        device: chain(&old.device, next.device),
+        command: format!("{} ({}); then {}", old.command, old.date, next.command),
+        notes: chain(&old.notes, next.notes),
+        date: next.date,
+    }
 }
 
 /// A file's provenance: `device` and `notes`, with today's date and this command line.
@@ -665,5 +680,17 @@ mod tests {
         let a = Cli::parse_from(["tune", "--out", "my.json"]).args;
         assert_eq!(out_path(&a, gpu::Arch::Gfx950, None, true), "my.json");
         assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200"), false), "my.json");
+    }
+
+    #[test]
+    fn adding_entries_chains_the_provenance() {
+        let p = |device: &str, date: &str, command: &str, notes: &str| Provenance { device: device.into(), date: date.into(), command: command.into(), notes: notes.into() };
+        let first = p("H100", "2026-11-22", "tune --groups G1", "medians");
+        let next = p("H100", "2026-11-24", "tune --from calls.jsonl", "medians");
+        assert_eq!(extended(&Provenance::default(), next.clone()), next);
+        assert_eq!(extended(&first, next.clone()), p("H100", "2026-11-24", "tune --groups G1 (2026-11-22); then tune --from calls.jsonl", "medians"));
+        let other = p("H200", "2026-11-24", "tune", "confirmed");
+        let both = extended(&first, other);
+        assert_eq!((both.device.as_str(), both.notes.as_str()), ("H100; then H200", "medians; then confirmed"));
     }
 }
