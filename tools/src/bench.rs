@@ -184,7 +184,7 @@ pub fn units(info: &DeviceInfo) -> String {
 
 pub fn run(a: &Args) -> i32 {
     if a.routing == Routing::Planner {
-        crate::use_empty_tuning_tables();
+        crate::use_tables_without_entries(true);
     }
     on_gpu("bench", |rt| bench(rt, a))
 }
@@ -195,7 +195,8 @@ pub enum Routing {
     /// As deployed: the tuning tables, then the planner; a shape either forwards
     /// counts as the vendor's time.
     Deployment,
-    /// The planner alone (every table empty): the evidence that choices generalise.
+    /// The planner alone (every table without its entries, its planner constants
+    /// kept): the evidence that choices generalise.
     Planner,
 }
 
@@ -602,6 +603,12 @@ pub fn summary(rows: &[Row]) {
             geomean(rs.iter().map(|r| r.bound())),
             eff
         );
+        // What skinnylt's own choice does where it must run everything (standalone):
+        // the evidence for a table or planner, forwarded shapes included.
+        let own: Vec<f64> = rs.iter().filter(|r| r.own_us.is_finite()).map(|r| r.vendor_us / r.own_us).collect();
+        if !own.is_empty() {
+            println!("{g:<4} skinnylt's own choice on {} shapes (standalone): geomean {:.2}x, min {:.2}x over the best of the vendor's top-8", own.len(), geomean(own.iter().copied()), own.iter().copied().fold(f64::INFINITY, f64::min));
+        }
     }
 }
 

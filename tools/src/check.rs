@@ -103,7 +103,7 @@ struct Suite<'a> {
 
 pub fn run(a: &Args) -> i32 {
     if a.tuning == "fallback" {
-        crate::use_empty_tuning_tables();
+        crate::use_tables_without_entries(false);
     }
     let Some(cu) = Gpu::get() else {
         return no_gpu("check");
