@@ -3,15 +3,18 @@
 //!
 //! | variable | meaning |
 //! |---|---|
-//! | `SKINNYLT_DISABLE=1` | forward every call to the real hipBLASLt |
-//! | `SKINNYLT_LOG=level[:file]` | `off`, `error`, `warn`, `info`, `debug`, `trace` (or 0–5); `%i` in the file name becomes the pid |
-//! | `SKINNYLT_MAX_M=n` | largest token count (BLAS n) skinnylt runs itself (default 128) |
+//! | `SKINNYLT_DISABLE=1` | forward every call to the real hipBLASLt (switches take 1/true/yes/on, 0/false/no/off, in any case) |
+//! | `SKINNYLT_LOG=level[:file]` | `off`, `error`, `warn`, `info`, `debug`, `trace` (or 0–5), or a file alone (info); `%i` in the file name becomes the pid |
+//! | `SKINNYLT_MAX_M=n` | largest token count (BLAS n) skinnylt runs itself (default 128, at most 2^20) |
 //! | `SKINNYLT_TUNING_FILE=path` | a tuning JSON that replaces the shipped one for the device's arch |
 //! | `SKINNYLT_TUNING_DIR=dir` | where to look for `<arch>.json` (or the device's variant file) before the embedded copies |
 //! | `SKINNYLT_REAL_LIB=path` | the real hipBLASLt to forward to |
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_RECORD=path` | write each distinct GEMM the application calls, once, as a JSON line (`%i` = pid) |
-//! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32) |
+//! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32, 1 to 65536) |
+//!
+//! A value that cannot be used is reported on stderr (once, whatever the log level)
+//! and in `skinnylt info`, with what was used instead; nothing fails.
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
 //! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | PDL knobs, measured defaults (docs/design.md) |
 
@@ -41,6 +44,9 @@ pub struct Config {
     pub pdl_flags: i32,
     /// `SKINNYLT_RECORD`: where to write each distinct call (`crate::record`).
     pub record: Option<String>,
+    /// Values that could not be used, each with what was used instead: reported
+    /// once at warn level when the process state is made (`crate::process`).
+    pub problems: Vec<String>,
 }
 
 pub const DEFAULT_PDL_PREFETCH_ROW_BYTES: i32 = 1024;
@@ -58,46 +64,111 @@ impl Config {
         Config::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// Builds the configuration from a variable lookup (pure, for tests).
+    /// Builds the configuration from a variable lookup (pure, for tests). A value
+    /// that cannot be used is named in `problems` with what was used instead; an
+    /// empty value counts as unset.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
-        let flag = |name: &str| get(name).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
-        let (log_level, log_file) = match get("SKINNYLT_LOG") {
-            Some(v) => {
-                let (lvl, file) = match v.split_once(':') {
-                    Some((l, f)) => (l, Some(f.to_owned())),
-                    None => (v.as_str(), None),
-                };
-                (Level::parse(lvl).unwrap_or(Level::Info), file.filter(|f| !f.is_empty()))
-            }
-            None => (Level::Off, None),
-        };
-        Config {
-            disabled: flag("SKINNYLT_DISABLE"),
+        let mut env = Env { get: &get, problems: Vec::new() };
+        let (log_level, log_file) = env.log();
+        let mut c = Config {
+            disabled: env.flag("SKINNYLT_DISABLE", false),
             log_level,
             log_file,
-            max_m: get("SKINNYLT_MAX_M").and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_MAX_M),
-            tuning_file: get("SKINNYLT_TUNING_FILE").filter(|v| !v.is_empty()),
-            tuning_dir: get("SKINNYLT_TUNING_DIR").filter(|v| !v.is_empty()),
-            real_lib: get("SKINNYLT_REAL_LIB").filter(|v| !v.is_empty()),
-            standalone: flag("SKINNYLT_STANDALONE"),
-            workspace_bytes: get("SKINNYLT_WORKSPACE_MB")
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(DEFAULT_WORKSPACE_MB)
-                << 20,
-            pdl: !get("SKINNYLT_PDL").is_some_and(|v| matches!(v.trim(), "0" | "false" | "no" | "off")),
-            pdl_prefetch_row_bytes: get("SKINNYLT_PDL_PREFETCH")
-                .and_then(|v| v.trim().parse::<i32>().ok())
-                .map_or(DEFAULT_PDL_PREFETCH_ROW_BYTES, |b| b.clamp(0, 1 << 20)),
-            record: get("SKINNYLT_RECORD").filter(|v| !v.is_empty()),
-            // `early`: a lead past any kernel's start, i.e. trigger before streaming.
-            pdl_flags: PDL_TRIGGER
-                | if get("SKINNYLT_PDL_PREFETCH_X").is_some_and(|v| v.trim() == "0") { 0 } else { PDL_PREFETCH_X }
-                | if get("SKINNYLT_PDL_TRIGGER").is_some_and(|v| v.trim() == "early") {
-                    255
-                } else {
-                    get("SKINNYLT_PDL_LEAD").and_then(|v| v.trim().parse::<i32>().ok()).map_or(DEFAULT_PDL_LEAD, |b| b.clamp(0, 255))
-                } << PDL_LEAD_SHIFT,
+            max_m: env.number("SKINNYLT_MAX_M", 0..=MAX_M_LIMIT, DEFAULT_MAX_M),
+            tuning_file: env.value("SKINNYLT_TUNING_FILE"),
+            tuning_dir: env.value("SKINNYLT_TUNING_DIR"),
+            real_lib: env.value("SKINNYLT_REAL_LIB"),
+            standalone: env.flag("SKINNYLT_STANDALONE", false),
+            workspace_bytes: (env.number("SKINNYLT_WORKSPACE_MB", 1..=MAX_WORKSPACE_MB, DEFAULT_WORKSPACE_MB as u64) as usize) << 20,
+            pdl: env.flag("SKINNYLT_PDL", true),
+            pdl_prefetch_row_bytes: env.number("SKINNYLT_PDL_PREFETCH", 0..=1 << 20, DEFAULT_PDL_PREFETCH_ROW_BYTES as u64) as i32,
+            record: env.value("SKINNYLT_RECORD"),
+            pdl_flags: 0,
+            problems: Vec::new(),
+        };
+        // `early`: a lead past any kernel's start, i.e. trigger before streaming.
+        let early = match env.value("SKINNYLT_PDL_TRIGGER").map(|v| v.to_ascii_lowercase()) {
+            None => false,
+            Some(v) if v == "early" || v == "late" => v == "early",
+            Some(v) => {
+                env.problem(format_args!("SKINNYLT_PDL_TRIGGER={v:?} is not early or late; using late"));
+                false
+            }
+        };
+        let lead = env.number("SKINNYLT_PDL_LEAD", 0..=255, DEFAULT_PDL_LEAD as u64);
+        let lead = if early { 255 } else { lead };
+        let prefetch_x = env.flag("SKINNYLT_PDL_PREFETCH_X", true);
+        c.pdl_flags = PDL_TRIGGER | if prefetch_x { PDL_PREFETCH_X } else { 0 } | (lead as i32) << PDL_LEAD_SHIFT;
+        c.problems = env.problems;
+        c
+    }
+}
+
+/// Largest `SKINNYLT_MAX_M`: far beyond decode, and within the kernels' 32-bit
+/// token arithmetic.
+pub const MAX_M_LIMIT: u64 = 1 << 20;
+/// Largest `SKINNYLT_WORKSPACE_MB` (64 GiB), so the byte count cannot overflow.
+pub const MAX_WORKSPACE_MB: u64 = 1 << 16;
+
+/// The environment as the parser reads it, and what it could not use.
+struct Env<'a> {
+    get: &'a dyn Fn(&str) -> Option<String>,
+    problems: Vec<String>,
+}
+
+impl Env<'_> {
+    /// The trimmed value, `None` when unset or empty.
+    fn value(&self, name: &str) -> Option<String> {
+        (self.get)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
+    fn problem(&mut self, args: std::fmt::Arguments<'_>) {
+        self.problems.push(args.to_string());
+    }
+
+    /// A switch, in any case: 1/true/yes/on or 0/false/no/off. Anything else is a
+    /// problem and counts as set: whoever set a kill switch wants it on.
+    fn flag(&mut self, name: &str, default: bool) -> bool {
+        let Some(v) = self.value(name) else { return default };
+        match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => true,
+            "0" | "false" | "no" | "off" => false,
+            _ => {
+                let on = !default;
+                self.problem(format_args!("{name}={v:?} is not 1/true/yes/on or 0/false/no/off; taken as {}", if on { "on" } else { "off" }));
+                on
+            }
         }
+    }
+
+    /// A whole number in `range`, else `default` (and a problem).
+    fn number(&mut self, name: &str, range: std::ops::RangeInclusive<u64>, default: u64) -> u64 {
+        let Some(v) = self.value(name) else { return default };
+        match v.parse::<u64>() {
+            Ok(n) if range.contains(&n) => n,
+            _ => {
+                self.problem(format_args!("{name}={v:?} is not a whole number from {} to {}; using {default}", range.start(), range.end()));
+                default
+            }
+        }
+    }
+
+    /// `SKINNYLT_LOG=level[:file]`, or a file alone (level info).
+    fn log(&mut self) -> (Level, Option<String>) {
+        let Some(v) = self.value("SKINNYLT_LOG") else { return (Level::Off, None) };
+        let (level, file) = match v.split_once(':') {
+            // A colon inside a path is part of the file name.
+            Some((l, f)) if !l.contains('/') => (l, Some(f.trim()).filter(|f| !f.is_empty())),
+            _ if Level::parse(&v).is_some() => (v.as_str(), None),
+            // Not a level: something that looks like a file name is the file.
+            _ if v.contains('/') || v.contains('.') => ("info", Some(v.as_str())),
+            _ => (v.as_str(), None),
+        };
+        let level = Level::parse(level).unwrap_or_else(|| {
+            self.problem(format_args!("SKINNYLT_LOG={v:?}: {level:?} is not a level (off, error, warn, info, debug, trace or 0-5); logging at info"));
+            Level::Info
+        });
+        (level, file.map(str::to_owned))
     }
 }
 
@@ -143,5 +214,76 @@ mod tests {
         assert!(!cfg(&[("SKINNYLT_PDL", "0")]).pdl);
         assert!(cfg(&[("SKINNYLT_PDL", "1")]).pdl);
         assert_eq!(cfg(&[("SKINNYLT_MAX_M", "junk")]).max_m, DEFAULT_MAX_M);
+    }
+
+    /// A switch is read in any case; an unknown value counts as set, and is reported.
+    #[test]
+    fn switches_ignore_case_and_report_unknown_values() {
+        for v in ["1", "TRUE", "Yes", "ON", "true", " on "] {
+            let c = cfg(&[("SKINNYLT_DISABLE", v), ("SKINNYLT_STANDALONE", v)]);
+            assert!(c.disabled && c.standalone && c.problems.is_empty(), "{v:?}");
+        }
+        for v in ["0", "FALSE", "No", "OFF", ""] {
+            let c = cfg(&[("SKINNYLT_DISABLE", v)]);
+            assert!(!c.disabled && c.problems.is_empty(), "{v:?}");
+        }
+        let c = cfg(&[("SKINNYLT_DISABLE", "2")]);
+        assert!(c.disabled);
+        assert!(c.problems.len() == 1 && c.problems[0].contains("SKINNYLT_DISABLE"), "{:?}", c.problems);
+        let c = cfg(&[("SKINNYLT_PDL", "maybe")]);
+        assert!(!c.pdl && c.problems[0].contains("SKINNYLT_PDL"));
+        assert!(!cfg(&[("SKINNYLT_PDL", "Off")]).pdl);
+    }
+
+    /// Numbers out of range or malformed fall back to the default, and say so; the
+    /// workspace size can no longer overflow.
+    #[test]
+    fn bad_numbers_are_reported_and_replaced_by_defaults() {
+        for v in ["-1", "abc", "1e9", "18446744073709551616", "1048577"] {
+            let c = cfg(&[("SKINNYLT_MAX_M", v)]);
+            assert_eq!(c.max_m, DEFAULT_MAX_M, "{v}");
+            assert!(c.problems.len() == 1 && c.problems[0].contains("SKINNYLT_MAX_M"), "{v}: {:?}", c.problems);
+        }
+        assert_eq!(cfg(&[("SKINNYLT_MAX_M", "0")]).max_m, 0);
+        for v in ["17592186044416", "8796093022208", "0", "65537", "-5"] {
+            let c = cfg(&[("SKINNYLT_WORKSPACE_MB", v)]);
+            assert_eq!(c.workspace_bytes, DEFAULT_WORKSPACE_MB << 20, "{v}");
+            assert!(c.problems[0].contains("SKINNYLT_WORKSPACE_MB"), "{v}");
+        }
+        assert_eq!(cfg(&[("SKINNYLT_WORKSPACE_MB", "65536")]).workspace_bytes, 65536 << 20);
+        let c = cfg(&[("SKINNYLT_PDL_LEAD", "300")]);
+        assert_eq!(c.pdl_flags >> PDL_LEAD_SHIFT, DEFAULT_PDL_LEAD);
+        assert!(c.problems[0].contains("SKINNYLT_PDL_LEAD"));
+        assert_eq!(cfg(&[("SKINNYLT_PDL_TRIGGER", "late"), ("SKINNYLT_PDL_LEAD", "3")]).pdl_flags >> PDL_LEAD_SHIFT, 3);
+        assert!(cfg(&[("SKINNYLT_PDL_TRIGGER", "soon")]).problems[0].contains("SKINNYLT_PDL_TRIGGER"));
+    }
+
+    /// `SKINNYLT_LOG`: a level, a level and a file, or a file alone.
+    #[test]
+    fn log_takes_a_level_a_file_or_both() {
+        let log = |v: &str| {
+            let c = cfg(&[("SKINNYLT_LOG", v)]);
+            (c.log_level, c.log_file, c.problems.len())
+        };
+        assert_eq!(log("/tmp/x.log"), (Level::Info, Some("/tmp/x.log".into()), 0));
+        assert_eq!(log("skinnylt.log"), (Level::Info, Some("skinnylt.log".into()), 0));
+        assert_eq!(log("/tmp/a:b.log"), (Level::Info, Some("/tmp/a:b.log".into()), 0));
+        assert_eq!(log("WARN:/tmp/x"), (Level::Warn, Some("/tmp/x".into()), 0));
+        assert_eq!(log("debug:"), (Level::Debug, None, 0));
+        assert_eq!(log("verbose"), (Level::Info, None, 1));
+        assert_eq!(log("bogus:/tmp/x"), (Level::Info, Some("/tmp/x".into()), 1));
+    }
+
+    proptest::proptest! {
+        /// Whatever the environment holds, parsing never panics and every number
+        /// it keeps is within its documented range.
+        #[test]
+        fn any_environment_parses_within_bounds(values in proptest::collection::vec(proptest::option::of(".{0,24}"), 12)) {
+            const NAMES: [&str; 12] = ["SKINNYLT_DISABLE", "SKINNYLT_LOG", "SKINNYLT_MAX_M", "SKINNYLT_TUNING_FILE", "SKINNYLT_REAL_LIB", "SKINNYLT_STANDALONE", "SKINNYLT_WORKSPACE_MB", "SKINNYLT_PDL", "SKINNYLT_PDL_PREFETCH", "SKINNYLT_PDL_TRIGGER", "SKINNYLT_PDL_LEAD", "SKINNYLT_PDL_PREFETCH_X"];
+            let c = Config::from_lookup(|k| NAMES.iter().position(|n| *n == k).and_then(|i| values[i].clone()));
+            proptest::prop_assert!(c.max_m <= MAX_M_LIMIT);
+            proptest::prop_assert!(c.workspace_bytes >= 1 << 20 && c.workspace_bytes as u64 <= MAX_WORKSPACE_MB << 20);
+            proptest::prop_assert!((0..=1 << 20).contains(&c.pdl_prefetch_row_bytes));
+        }
     }
 }

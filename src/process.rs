@@ -116,6 +116,9 @@ impl Process {
     fn from_env() -> Process {
         let config = Config::from_env();
         crate::log::configure(&config);
+        for problem in &config.problems {
+            crate::log::config_error(format_args!("{problem}"));
+        }
         let recorder = config.record.as_deref().and_then(|path| {
             Recorder::open(path).map_err(|e| crate::log::config_error(format_args!("SKINNYLT_RECORD: cannot open {e}; nothing is recorded"))).ok()
         });

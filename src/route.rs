@@ -284,10 +284,17 @@ fn check_layout_attrs(l: &LayoutState) -> Result<(), Reason> {
     Ok(())
 }
 
-/// Column-major `rows × cols` with leading dimension `ld`: valid per BLAS rules.
+/// Column-major `rows × cols` with leading dimension `ld`: valid per BLAS rules,
+/// and small enough that every element offset the kernels form, `(cols - 1) * ld +
+/// rows` in 64-bit arithmetic, and its byte address fit ([`MAX_ELEMENT_OFFSET`]).
 fn valid_ld(l: &LayoutState) -> bool {
-    l.ld >= 1 && (l.ld as u64) >= l.rows
+    let last = l.cols.saturating_sub(1).checked_mul(l.ld as u64).and_then(|o| o.checked_add(l.rows));
+    l.ld >= 1 && (l.ld as u64) >= l.rows && last.is_some_and(|o| o <= MAX_ELEMENT_OFFSET)
 }
+
+/// Largest element offset a matrix may span: 2^46 elements (128 TiB of bf16),
+/// beyond any GPU's memory, far from where `i64` offsets or byte addresses wrap.
+pub const MAX_ELEMENT_OFFSET: u64 = 1 << 46;
 
 /// The routing decision: one pass over everything the call passed.
 pub fn route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
@@ -645,6 +652,29 @@ mod tests {
         desc_b.attrs.insert(desc_attr::BIAS_POINTER, BIAS);
         let call3 = Call { desc: Some(&desc_b), ..call };
         assert_eq!(route(&call3, &POLICY), Err(Reason::Epilogue));
+    }
+
+    /// Leading dimensions so large that a kernel's `(i64)col * ld` offsets or byte
+    /// addresses would wrap are forwarded, not launched; the largest that fits runs.
+    #[test]
+    fn leading_dimensions_beyond_addressable_memory_are_forwarded() {
+        for ld in [1i64 << 62, i64::MAX, 1 << 45] {
+            for which in 0..3 {
+                let mut l = linear(8, 1024, 4096, abi::R_16BF, false);
+                match which {
+                    0 => l.a.ld = ld,
+                    1 => l.b.ld = ld,
+                    _ => l.d.ld = ld,
+                }
+                assert_eq!(l.route(), Err(Reason::Dimensions), "ld {ld} on operand {which}");
+            }
+        }
+        // A weight of 1024 rows at the largest ld: (1024 - 1) * ld + 4096 ≤ 2^46.
+        let mut l = linear(8, 1024, 4096, abi::R_16BF, false);
+        l.a.ld = ((MAX_ELEMENT_OFFSET - 4096) / 1023) as i64 & !7;
+        assert!(l.route().is_ok());
+        l.a.ld = ((MAX_ELEMENT_OFFSET - 4096) / 1023 + 8) as i64 & !7;
+        assert_eq!(l.route(), Err(Reason::Dimensions));
     }
 
     #[test]

@@ -266,7 +266,8 @@ pub fn algo_get_heuristic(cx: Cx, q: &HeuristicArgs, requested: i32, results: Op
         Err(r) => {
             crate::log_debug!("heuristic: no skinnylt algo ({})", r.name());
             *returned = 0;
-            STATUS_NOT_SUPPORTED
+            // The status Matmul gives for the same problem.
+            standalone_status(q.handle, r)
         }
     }
 }

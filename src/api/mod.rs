@@ -76,7 +76,8 @@ pub fn get_version(cx: Cx, handle: Handle, version: Option<&mut i32>) -> Status 
     if handle.is_null() {
         return STATUS_NOT_INITIALIZED;
     }
-    let Some(version) = version else { return STATUS_INVALID_VALUE };
+    // A destroyed or made-up handle is refused, as Matmul refuses it.
+    let Some(version) = version.filter(|_| cx.p.engines.knows(handle as usize)) else { return STATUS_INVALID_VALUE };
     *version = crate::process::OWN_ABI_VERSION;
     STATUS_SUCCESS
 }
@@ -94,7 +95,7 @@ pub fn get_git_revision(cx: Cx, handle: Handle, rev: *mut c_char) -> Result<(), 
     if handle.is_null() {
         return Err(STATUS_NOT_INITIALIZED);
     }
-    if rev.is_null() {
+    if rev.is_null() || !cx.p.engines.knows(handle as usize) {
         return Err(STATUS_INVALID_VALUE);
     }
     Ok(())

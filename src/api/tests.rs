@@ -345,3 +345,48 @@ proptest! {
         destroy_set(k);
     }
 }
+
+/// Standalone, every entry point answers a destroyed or made-up handle, and a
+/// problem with missing layouts, with the status Matmul gives: the heuristic no
+/// longer says NOT_SUPPORTED where Matmul says INVALID_VALUE, and GetVersion no
+/// longer succeeds on a dead handle.
+#[test]
+fn standalone_statuses_agree_across_entry_points() {
+    if cx().real().is_some() {
+        return; // a real hipBLASLt answers these calls
+    }
+    let mut h: Handle = std::ptr::null_mut();
+    // SAFETY: out-pointers to locals; the objects are destroyed below.
+    unsafe { assert_eq!(lt::hipblasLtCreate(&mut h), STATUS_SUCCESS) };
+    let d = new_desc() as MatmulDesc;
+    let mut pref: MatmulPreference = std::ptr::null_mut();
+    // SAFETY: as above.
+    unsafe { assert_eq!(lt::hipblasLtMatmulPreferenceCreate(&mut pref), STATUS_SUCCESS) };
+    let null = std::ptr::null_mut();
+    let mut results = [HeuristicResult::default(); 2];
+    let mut returned = -1;
+    let heuristic = |h: Handle, layout: MatrixLayout, results: &mut [HeuristicResult], returned: &mut i32| {
+        // SAFETY: `results` holds the 2 results requested; the objects are live or
+        // deliberately dead/garbage, which the API must answer with a status.
+        unsafe { lt::hipblasLtMatmulAlgoGetHeuristic(h, d, layout, layout, layout, layout, pref, 2, results.as_mut_ptr(), returned) }
+    };
+    let matmul = |h: Handle, layout: MatrixLayout| {
+        let x = 0x7000_0000usize as *mut std::ffi::c_void;
+        // SAFETY: standalone routing refuses before any pointer is used.
+        unsafe { lt::hipblasLtMatmul(h, d, (&ONE as *const f32).cast(), x, layout, x, layout, (&ZERO as *const f32).cast(), x, layout, x, layout, std::ptr::null(), null, 0, null) }
+    };
+    assert_eq!(heuristic(h, null, &mut results, &mut returned), STATUS_INVALID_VALUE);
+    assert_eq!(matmul(h, null), STATUS_INVALID_VALUE);
+    let garbage = 0x5eed_0000usize as Handle;
+    let mut v = 0;
+    // SAFETY: a made-up handle is only compared, never dereferenced.
+    unsafe { assert_eq!(lt::hipblasLtGetVersion(garbage, &mut v), STATUS_INVALID_VALUE) };
+    // SAFETY: as above; then `h` is destroyed and so made-up too.
+    unsafe {
+        assert_eq!(lt::hipblasLtGetVersion(h, &mut v), STATUS_SUCCESS);
+        assert_eq!(lt::hipblasLtMatmulPreferenceDestroy(pref), STATUS_SUCCESS);
+        assert_eq!(lt::hipblasLtDestroy(h), STATUS_SUCCESS);
+        assert_eq!(lt::hipblasLtGetVersion(h, &mut v), STATUS_INVALID_VALUE);
+    }
+    desc_destroy(d as usize);
+}

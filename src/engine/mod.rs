@@ -318,6 +318,11 @@ impl Engines {
         self.handles.write().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_some()
     }
 
+    /// Whether `handle` was created and not yet destroyed.
+    pub fn knows(&self, handle: usize) -> bool {
+        self.handles.read().unwrap_or_else(|e| e.into_inner()).contains_key(&handle)
+    }
+
     fn with<R>(&self, handle: usize, f: impl FnOnce(&Engine) -> Result<R, Error>) -> Result<R, Error> {
         let map = self.handles.read().unwrap_or_else(|e| e.into_inner());
         match map.get(&handle) {

@@ -67,7 +67,9 @@ pub struct RealLib {
 }
 
 /// Finds the real hipBLASLt (see the module comment); `None` means standalone mode.
-/// Called once per process, when the process state first needs its mode.
+/// Called once per process, when the process state first needs its mode. A
+/// `SKINNYLT_REAL_LIB` that cannot be used, or a copy of skinnylt where hipBLASLt
+/// should be, is reported (`crate::log::config_error`).
 pub fn find(explicit: Option<&str>) -> Option<RealLib> {
     let me = crate::dl::own_object().map_or(std::ptr::null_mut(), |o| o.0);
     let found = find_rtld_next(me).or_else(|| find_loaded(me)).or_else(|| find_by_name(explicit, me));
@@ -84,7 +86,7 @@ fn find_rtld_next(me: *mut c_void) -> Option<RealLib> {
     let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"hipblasLtCreate".as_ptr()) };
     let (base, path) = crate::dl::object_of(next).filter(|_| !next.is_null())?;
     let path = path.filter(|_| base != me)?;
-    let lib = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me)?;
+    let lib = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me).map_err(|e| report_copy(&path, &e)).ok()?;
     Some(RealLib { path, found_by: "RTLD_NEXT", fns: RealFns::resolve(lib) })
 }
 
@@ -92,40 +94,95 @@ fn find_rtld_next(me: *mut c_void) -> Option<RealLib> {
 fn find_loaded(me: *mut c_void) -> Option<RealLib> {
     crate::dl::loaded_objects().into_iter().find_map(|path| {
         let file = path.rsplit('/').next().unwrap_or(&path);
-        let lib = file.starts_with("libhipblaslt.so").then(|| accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me))??;
+        if !file.starts_with("libhipblaslt.so") {
+            return None;
+        }
+        let lib = accept(&path, libc::RTLD_NOLOAD | libc::RTLD_LAZY, me).map_err(|e| report_copy(&path, &e)).ok()?;
         Some(RealLib { path, found_by: "already loaded", fns: RealFns::resolve(lib) })
     })
 }
 
 /// 3. An explicit path, then the sonames of ROCm 7.x and 6.x.
 fn find_by_name(explicit: Option<&str>, me: *mut c_void) -> Option<RealLib> {
-    explicit.into_iter().chain(["libhipblaslt.so.1", "libhipblaslt.so.0"]).find_map(|c| {
+    let open = |c: &str| -> Result<RealLib, Refusal> {
         let lib = accept(c, libc::RTLD_LAZY | libc::RTLD_LOCAL, me)?;
         // SAFETY: `lib` is a live handle that defines hipblasLtCreate (accept checked).
         let create = unsafe { libc::dlsym(lib, c"hipblasLtCreate".as_ptr()) };
         let path = crate::dl::object_of(create).and_then(|o| o.1).unwrap_or_else(|| c.to_owned());
-        Some(RealLib { path, found_by: "dlopen", fns: RealFns::resolve(lib) })
-    })
+        Ok(RealLib { path, found_by: "dlopen", fns: RealFns::resolve(lib) })
+    };
+    if let Some(path) = explicit {
+        match open(path) {
+            Ok(lib) => return Some(lib),
+            // The user named a library and does not get it: say so, whatever the log level.
+            Err(e) => crate::log::config_error(format_args!("SKINNYLT_REAL_LIB={path:?} is not usable ({e}); looking for libhipblaslt.so.1")),
+        }
+    }
+    ["libhipblaslt.so.1", "libhipblaslt.so.0"].into_iter().find_map(|c| open(c).map_err(|e| report_copy(c, &e)).ok())
+}
+
+/// Why a candidate is not the real hipBLASLt.
+#[derive(Debug)]
+enum Refusal {
+    /// dlopen failed (missing, not a shared object, a directory...), with dlerror.
+    Open(String),
+    NotHipblaslt,
+    /// Another copy of skinnylt (it exports `skinnylt_version`), or this one.
+    Skinnylt,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Open(e) => write!(f, "cannot open it: {e}"),
+            Refusal::NotHipblaslt => f.write_str("it does not define hipblasLtCreate"),
+            Refusal::Skinnylt => f.write_str("it is a copy of skinnylt, not hipBLASLt"),
+        }
+    }
+}
+
+/// A skinnylt copy installed where hipBLASLt should be is a setup mistake the
+/// user must hear about: every call it would have served now runs standalone.
+fn report_copy(path: &str, e: &Refusal) {
+    if matches!(e, Refusal::Skinnylt) {
+        crate::log::config_error(format_args!("{path} is a copy of skinnylt, not hipBLASLt; it is not used as the real library"));
+    }
 }
 
 /// Opens `path` with `flags` and keeps it only if it defines `hipblasLtCreate` and
-/// is not skinnylt itself. The handle is never closed.
-fn accept(path: &str, flags: i32, me: *mut c_void) -> Option<*mut c_void> {
-    let cpath = CString::new(path).ok()?;
+/// is not skinnylt, this copy or another: a copy is known by its marker export
+/// `skinnylt_version`, whatever its address. The handle is never closed.
+fn accept(path: &str, flags: i32, me: *mut c_void) -> Result<*mut c_void, Refusal> {
+    let cpath = CString::new(path).map_err(|_| Refusal::Open("the path holds a NUL byte".into()))?;
     // SAFETY: dlopen of a NUL-terminated path; loading a library runs its
     // initialisers, which the application would run by linking it.
     let lib = unsafe { libc::dlopen(cpath.as_ptr(), flags) };
     if lib.is_null() {
-        return None;
+        // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the
+        // next dl call on this thread; it is copied at once.
+        let msg = unsafe {
+            let err = libc::dlerror();
+            if err.is_null() { "unknown error".into() } else { std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned() }
+        };
+        return Err(Refusal::Open(msg));
     }
-    // SAFETY: `lib` is the live handle just opened.
-    let create = unsafe { libc::dlsym(lib, c"hipblasLtCreate".as_ptr()) };
-    if create.is_null() || crate::dl::object_of(create).map(|o| o.0) == Some(me) {
-        // SAFETY: closes the handle opened above, which nothing else holds.
-        unsafe { libc::dlclose(lib) };
-        return None;
+    // SAFETY: `lib` is the live handle just opened; lookups of NUL-terminated names.
+    let (create, marker) = unsafe { (libc::dlsym(lib, c"hipblasLtCreate".as_ptr()), libc::dlsym(lib, c"skinnylt_version".as_ptr())) };
+    let refusal = if create.is_null() {
+        Some(Refusal::NotHipblaslt)
+    } else if !marker.is_null() || crate::dl::object_of(create).map(|o| o.0) == Some(me) {
+        Some(Refusal::Skinnylt)
+    } else {
+        None
+    };
+    match refusal {
+        None => Ok(lib),
+        Some(r) => {
+            // SAFETY: closes the handle opened above, which nothing else holds.
+            unsafe { libc::dlclose(lib) };
+            Err(r)
+        }
     }
-    Some(lib)
 }
 
 thread_local! {

@@ -171,6 +171,43 @@ pub fn installed_dir() -> Option<std::path::PathBuf> {
         .find(|p| p.is_dir())
 }
 
+/// A place a table may be read from, and the variable that named it, if any.
+struct Candidate {
+    path: std::path::PathBuf,
+    named_by: Option<&'static str>,
+}
+
+/// Largest tuning file read: about 100 times the shipped tables; a larger file is
+/// not a table (`/dev/zero`, a mistake) and is refused before it is read.
+pub const MAX_TABLE_BYTES: u64 = 64 << 20;
+
+/// Reads a tuning file: `Ok(None)` when there is none. Only a regular file of at
+/// most [`MAX_TABLE_BYTES`] is read, opened without blocking, so a FIFO or a
+/// device cannot stall the first `hipblasLtCreate`.
+pub fn read_table(path: &std::path::Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    if meta.len() > MAX_TABLE_BYTES {
+        return Err(format!("{} bytes, more than the {MAX_TABLE_BYTES} a table may have", meta.len()));
+    }
+    let mut text = String::new();
+    // `take`: the file may grow while it is read.
+    file.take(MAX_TABLE_BYTES + 1).read_to_string(&mut text).map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_TABLE_BYTES {
+        return Err(format!("more than the {MAX_TABLE_BYTES} bytes a table may have"));
+    }
+    Ok(Some(text))
+}
+
 /// `SKINNYLT_TUNING_DIR`, then the installed data directory.
 fn search_dirs(cfg: &Config) -> impl Iterator<Item = std::path::PathBuf> + use<> {
     let dir = cfg.tuning_dir.as_ref().map(std::path::PathBuf::from);
@@ -181,7 +218,6 @@ impl Tuning {
     /// Loads the tuning for `arch` on the device named `device` from the first
     /// source that exists (the device's variant file where it has one).
     pub fn load(cfg: &Config, arch: Arch, device: &str) -> Tuning {
-        let file = cfg.tuning_file.iter().map(std::path::PathBuf::from);
         let variant = variant_for(arch, device);
         let name = name_of(arch, variant, true);
         if variant.is_some() && cfg.tuning_file.is_none() {
@@ -194,7 +230,9 @@ impl Tuning {
             }
         }
         let embedded = variant.map_or(embedded(arch), |v| v.table);
-        Tuning::first_of(arch, file.chain(search_dirs(cfg).map(|d| d.join(&name))), embedded, &name).unwrap_or_default()
+        let file = cfg.tuning_file.as_ref().map(|f| Candidate { path: f.into(), named_by: Some("SKINNYLT_TUNING_FILE") });
+        let dirs = search_dirs(cfg).map(|d| Candidate { path: d.join(&name), named_by: None });
+        Tuning::first_of(arch, file.into_iter().chain(dirs), embedded, &name).unwrap_or_default()
     }
 
     /// The table for launches without PDL: `<arch>[-<variant>]-nopdl.json` from the
@@ -211,18 +249,25 @@ impl Tuning {
             Some(v) => v.no_pdl?,
             None => embedded_no_pdl(arch)?,
         };
-        Tuning::first_of(arch, search_dirs(cfg).map(|d| d.join(&name)), embedded, &name)
+        Tuning::first_of(arch, search_dirs(cfg).map(|d| Candidate { path: d.join(&name), named_by: None }), embedded, &name)
     }
 
-    /// The first of `candidates` that reads and parses (a bad one is logged and
-    /// skipped), else the embedded copy of `name`.
-    fn first_of(arch: Arch, candidates: impl Iterator<Item = std::path::PathBuf>, embedded: &str, name: &str) -> Option<Tuning> {
+    /// The first of `candidates` that reads and parses, else the embedded copy of
+    /// `name`. A candidate that exists but cannot be used is reported and skipped;
+    /// one the user named (`SKINNYLT_TUNING_FILE`) is reported even when missing.
+    fn first_of(arch: Arch, candidates: impl Iterator<Item = Candidate>, embedded: &str, name: &str) -> Option<Tuning> {
         for c in candidates {
-            if let Ok(text) = std::fs::read_to_string(&c) {
-                match Tuning::parse(arch, &text, &c.display().to_string()) {
-                    Ok(t) => return Some(t),
-                    Err(e) => crate::log_warn!("ignoring tuning file {}: {e}", c.display()),
-                }
+            let shown = c.path.display();
+            let what = c.named_by.map_or_else(|| format!("tuning file {shown}"), |var| format!("{var}={shown:?}"));
+            let parsed = match read_table(&c.path) {
+                Ok(Some(text)) => Tuning::parse(arch, &text, &shown.to_string()),
+                Ok(None) if c.named_by.is_none() => continue,
+                Ok(None) => Err("no such file".to_owned()),
+                Err(e) => Err(e),
+            };
+            match parsed {
+                Ok(t) => return Some(t),
+                Err(e) => crate::log::config_error(format_args!("{what} is not used ({e}); the next table in the search order is")),
             }
         }
         Tuning::parse(arch, embedded, &format!("embedded {name}")).ok()
@@ -234,6 +279,7 @@ impl Tuning {
             return Err(format!("file is for {}, device is {}", file.arch, arch.name()));
         }
         let mut t = Tuning { source: source.to_owned(), planner: file.planner, ..Default::default() };
+        let mut unknown = None;
         for e in &file.entries {
             let choice = match &e.kernel {
                 None => Choice::Forward,
@@ -241,7 +287,7 @@ impl Tuning {
                     Some(kernel) if e.split_k >= 1 => Choice::Run { kernel, split_k: e.split_k },
                     _ => {
                         // A config this binary does not contain (a hand-edited file).
-                        crate::log_warn!("tuning entry {:?} names a kernel not in this build; the planner decides instead", c);
+                        unknown.get_or_insert(c);
                         t.skipped += 1;
                         continue;
                     }
@@ -250,6 +296,10 @@ impl Tuning {
             let measured = e.source.starts_with("measured");
             t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, measured });
             t.entries += 1;
+        }
+        if let Some(first) = unknown {
+            // One report per table, however many entries it has.
+            crate::log::config_error(format_args!("{source}: {} entries name kernels not in this build (the first: {first:?}); the planner decides for them", t.skipped));
         }
         Ok(t)
     }
@@ -284,7 +334,7 @@ impl Tuning {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tuning::schema::{FallbackFile, compiled_set, target};
+    use crate::tuning::schema::{FallbackFile, TuningFile, compiled_set, target};
 
     /// Every embedded table of an arch: the main one, the one without PDL, and the
     /// device variants' (both kinds).
@@ -586,5 +636,86 @@ mod tests {
                 assert!(m.kinds.iter().any(|c| (c.family, c.cluster, c.tma) == (k.config.family, k.config.cluster, k.config.tma)), "{}: no constants for {}", f.arch, k.name);
             }
         }
+    }
+
+    /// A table of `n` forward entries, each its own shape.
+    fn big_table(arch: Arch, n: u32) -> String {
+        let entries: Vec<String> = (0..n).map(|i| format!(r#"{{"dtype":"bf16","n":{},"k":4096,"bias":false,"m_min":1,"m_max":8,"source":"measured"}}"#, 8 + 8 * i)).collect();
+        format!(r#"{{"schema":1,"arch":"{}","entries":[{}]}}"#, arch.name(), entries.join(","))
+    }
+
+    /// Parsing is linear in the table and a lookup does not depend on its size:
+    /// ten times the entries cost about ten times the parse (a quadratic parse
+    /// costs a hundred), and a shape the table does not list is found absent at once.
+    #[test]
+    fn large_tables_parse_in_linear_time_and_look_up_in_constant_time() {
+        let arch = Arch::Sm90;
+        let time = |n: u32| {
+            let text = big_table(arch, n);
+            (0..3)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    let t = Tuning::parse(arch, &text, "big").unwrap();
+                    assert_eq!(t.entries, n as usize);
+                    t0.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        let (small, large) = (time(10_000), time(100_000));
+        assert!(large < 40.0 * small, "10k entries {small:.4} s, 100k {large:.4} s: not linear");
+        let t = Tuning::parse(arch, &big_table(arch, 100_000), "big").unwrap();
+        let p = Problem { dtype: DType::Bf16, form: crate::route::Form::Linear, m: 4, n: 7, k: 4096, w: 0, ldw: 4096, x: 0, ldx: 4096, y: 0, ldy: 7, bias: 0, alpha: 1.0 };
+        assert!(t.lookup(&p).is_none());
+        assert!(t.lookup(&Problem { n: 8 * 50_000, ..p }).is_some());
+    }
+
+    /// Entries naming kernels this build lacks are skipped, counted, and reported
+    /// once per table (not once per entry).
+    #[test]
+    fn unknown_kernels_are_skipped_and_reported_once() {
+        let arch = Arch::Sm90;
+        let mut file: TuningFile = serde_json::from_str(embedded(arch)).unwrap();
+        let mut bad = file.entries.iter().find(|e| e.kernel.is_some()).unwrap().clone();
+        bad.kernel.as_mut().unwrap().tile_n = 12345;
+        let kept = file.entries.len();
+        file.entries.extend([bad.clone(), bad]);
+        let t = Tuning::parse(arch, &serde_json::to_string(&file).unwrap(), "hand-edited").unwrap();
+        assert_eq!((t.entries, t.skipped), (kept, 2));
+        let reports = crate::log::problems().into_iter().filter(|p| p.starts_with("hand-edited")).count();
+        assert_eq!(reports, 1);
+    }
+
+    /// A named tuning file that cannot be used — a FIFO nobody writes, a device, a
+    /// directory, a missing, empty or truncated file — never blocks or fails the
+    /// load: it is reported with the variable's name and the shipped table is used.
+    #[test]
+    fn unusable_tuning_files_are_reported_and_the_shipped_table_used() {
+        let dir = std::env::temp_dir().join(format!("skinnylt-bad-tables-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo of a NUL-terminated path in a directory this test owns.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let empty = dir.join("empty.json");
+        std::fs::write(&empty, "").unwrap();
+        let truncated = dir.join("truncated.json");
+        std::fs::write(&truncated, &embedded(Arch::Sm90)[..200]).unwrap();
+        let shipped = Tuning::parse(Arch::Sm90, embedded(Arch::Sm90), "shipped").unwrap().entries;
+        for (path, why) in [
+            (fifo, "not a regular file"),
+            ("/dev/zero".into(), "not a regular file"),
+            (dir.clone(), "not a regular file"),
+            (dir.join("missing.json"), "no such file"),
+            (empty, "EOF"),
+            (truncated, "EOF"),
+        ] {
+            let cfg = Config { tuning_file: Some(path.to_str().unwrap().to_owned()), ..Config::from_lookup(|_| None) };
+            let t = Tuning::load(&cfg, Arch::Sm90, "NVIDIA H100 80GB HBM3");
+            assert_eq!(t.entries, shipped, "{}", path.display());
+            let problems = crate::log::problems();
+            assert!(problems.iter().any(|p| p.contains("SKINNYLT_TUNING_FILE") && p.contains(path.to_str().unwrap()) && p.contains(why)), "{}: {problems:?}", path.display());
+        }
+        assert_eq!(read_table(&dir.join("missing.json")), Ok(None));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -42,6 +42,16 @@ pub fn run() -> i32 {
             }
         }
     }
+    // Last: loading the real library and the tables above may find more.
+    let problems = skinnylt::log::problems();
+    if problems.is_empty() {
+        println!("configuration: no problems");
+    } else {
+        println!("configuration problems (what was used instead):");
+        for problem in problems {
+            println!("  {problem}");
+        }
+    }
     0
 }
 

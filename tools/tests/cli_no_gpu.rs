@@ -83,3 +83,31 @@ fn recorded_calls_are_what_tune_from_measures() {
     got.sort();
     assert_eq!(got, vec![(4, 1024, 7168, false), (12, 2880, 4096, true), (100, 5120, 2880, true)]);
 }
+
+/// Configuration the library cannot use is written to stderr once, whatever the
+/// log level, and `skinnylt info` lists it with what was used instead.
+#[test]
+fn info_reports_configuration_problems() {
+    let out = Command::new(env!("CARGO_BIN_EXE_skinnylt"))
+        .arg("info")
+        .env_remove("SKINNYLT_LOG")
+        .env("SKINNYLT_WORKSPACE_MB", "17592186044416")
+        .env("SKINNYLT_MAX_M", "1e9")
+        .env("SKINNYLT_DISABLE", "TRUE")
+        .env("SKINNYLT_STANDALONE", "")
+        .env("SKINNYLT_REAL_LIB", "/nonexistent/libhipblaslt.so.1")
+        .env("SKINNYLT_TUNING_FILE", "/dev/zero")
+        .output()
+        .expect("run skinnylt info");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("enabled: false"), "SKINNYLT_DISABLE=TRUE ignored: {stdout}");
+    for var in ["SKINNYLT_WORKSPACE_MB", "SKINNYLT_MAX_M", "SKINNYLT_REAL_LIB"] {
+        assert_eq!(stderr.matches(var).count(), 1, "{var} not reported once on stderr: {stderr}");
+        assert!(stdout.lines().skip_while(|l| !l.starts_with("configuration problems")).any(|l| l.contains(var)), "{var} not in info: {stdout}");
+    }
+    // The tuning file is read when a device loads: only where there is one.
+    if skinnylt::gpu::runtime().is_some() {
+        assert!(stderr.contains("SKINNYLT_TUNING_FILE"), "{stderr}");
+    }
+}
