@@ -900,6 +900,26 @@ mod tests {
             }
         }
 
+        /// Extents anywhere in their types' ranges, huge and negative leading
+        /// dimensions included: routing never panics, and whatever it accepts spans
+        /// at most `MAX_ELEMENT_OFFSET` elements per operand, so no kernel offset or
+        /// address wraps.
+        #[test]
+        fn extreme_extents_never_reach_the_kernels(
+            dims in proptest::array::uniform3(prop_oneof![1u64..300, any::<u64>(), Just(u64::MAX), Just(1u64 << 32)]),
+            lds in proptest::array::uniform3(prop_oneof![Just(0i64), any::<i64>(), Just(i64::MAX), Just(i64::MIN), Just(1i64 << 62), 1i64..1 << 20]),
+        ) {
+            let [m, n, k] = dims;
+            let mut l = linear(m, n, k, abi::R_16BF, false);
+            l.a.ld = lds[0]; l.b.ld = lds[1]; l.d.ld = lds[2];
+            if let Ok(p) = l.route() {
+                let span = |cols: u32, ld: u64, rows: u32| (cols as u64 - 1) as u128 * ld as u128 + rows as u128;
+                prop_assert!(span(p.n, p.ldw, p.k) <= MAX_ELEMENT_OFFSET as u128);
+                prop_assert!(span(p.m, p.ldx, p.k) <= MAX_ELEMENT_OFFSET as u128);
+                prop_assert!(span(p.m, p.ldy, p.n) <= MAX_ELEMENT_OFFSET as u128);
+            }
+        }
+
         /// Routing never looks at anything but its inputs: same call, same answer.
         #[test]
         fn routing_is_deterministic(m in 1u64..200, n in 1u64..9000, k in 1u64..9000, bias in any::<bool>()) {
