@@ -160,10 +160,30 @@ const _: () = assert!(std::mem::offset_of!(HeuristicResult, workspace_size) == 2
 const _: () = assert!(std::mem::offset_of!(HeuristicResult, state) == 32);
 const _: () = assert!(std::mem::offset_of!(HeuristicResult, waves_count) == 36);
 
-/// Tags the algo bytes of skinnylt's own heuristic results (standalone mode), so a
-/// later `hipblasLtMatmul` can recognise them; bytes 0..4 stay an `int` solution
-/// index as clients expect (`getIndexFromAlgo` reads them), negative = not Tensile.
+/// Tags the algo bytes of skinnylt's own heuristic results, so a later
+/// `hipblasLtMatmul` can recognise them; bytes 0..4 stay an `int` solution index as
+/// clients expect (`getIndexFromAlgo` reads them): -1, which hipBLASLt never
+/// produces (its indices are Tensile solution indices, never negative).
 pub const OWN_ALGO_MAGIC: [u8; 4] = *b"SKLT";
+/// The solution index of skinnylt's own algo.
+pub const OWN_ALGO_INDEX: i32 = -1;
+
+impl MatmulAlgo {
+    /// skinnylt's own algo: index -1, the magic, then the kernel it plans (for
+    /// logs only: a matmul plans again, as the pointers may differ).
+    pub fn own(kernel: u32) -> MatmulAlgo {
+        let mut algo = MatmulAlgo::default();
+        algo.data[0..4].copy_from_slice(&OWN_ALGO_INDEX.to_le_bytes());
+        algo.data[4..8].copy_from_slice(&OWN_ALGO_MAGIC);
+        algo.data[8..12].copy_from_slice(&kernel.to_le_bytes());
+        algo
+    }
+
+    /// Whether these are skinnylt's own algo bytes.
+    pub fn is_own(&self) -> bool {
+        self.data[0..4] == OWN_ALGO_INDEX.to_le_bytes() && self.data[4..8] == OWN_ALGO_MAGIC
+    }
+}
 
 /// A readable name for a status (logs, CLI).
 pub fn status_name(s: Status) -> &'static str {

@@ -15,6 +15,7 @@
 //!
 //! A value that cannot be used is reported on stderr (once, whatever the log level)
 //! and in `skinnylt info`, with what was used instead; nothing fails.
+//! | `SKINNYLT_ALGO=any` | run what skinnylt can even when the caller passes a real library's algo (default `own`: such a call is forwarded untouched) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
 //! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | PDL knobs, measured defaults (docs/design.md) |
 
@@ -44,6 +45,9 @@ pub struct Config {
     pub pdl_flags: i32,
     /// `SKINNYLT_RECORD`: where to write each distinct call (`crate::record`).
     pub record: Option<String>,
+    /// `SKINNYLT_ALGO=any`: run what skinnylt can whatever algo the caller passes;
+    /// by default a real library's algo is forwarded with the call, untouched.
+    pub any_algo: bool,
     /// Values that could not be used, each with what was used instead: reported
     /// once at warn level when the process state is made (`crate::process`).
     pub problems: Vec<String>,
@@ -83,6 +87,7 @@ impl Config {
             pdl: env.flag("SKINNYLT_PDL", true),
             pdl_prefetch_row_bytes: env.number("SKINNYLT_PDL_PREFETCH", 0..=1 << 20, DEFAULT_PDL_PREFETCH_ROW_BYTES as u64) as i32,
             record: env.value("SKINNYLT_RECORD"),
+            any_algo: env.algo(),
             pdl_flags: 0,
             problems: Vec::new(),
         };
@@ -149,6 +154,18 @@ impl Env<'_> {
             _ => {
                 self.problem(format_args!("{name}={v:?} is not a whole number from {} to {}; using {default}", range.start(), range.end()));
                 default
+            }
+        }
+    }
+
+    /// `SKINNYLT_ALGO=own|any`: true for `any`.
+    fn algo(&mut self) -> bool {
+        match self.value("SKINNYLT_ALGO").map(|v| v.to_ascii_lowercase()) {
+            None => false,
+            Some(v) if v == "own" || v == "any" => v == "any",
+            Some(v) => {
+                self.problem(format_args!("SKINNYLT_ALGO={v:?} is not own or any; using own"));
+                false
             }
         }
     }
@@ -278,8 +295,8 @@ mod tests {
         /// Whatever the environment holds, parsing never panics and every number
         /// it keeps is within its documented range.
         #[test]
-        fn any_environment_parses_within_bounds(values in proptest::collection::vec(proptest::option::of(".{0,24}"), 12)) {
-            const NAMES: [&str; 12] = ["SKINNYLT_DISABLE", "SKINNYLT_LOG", "SKINNYLT_MAX_M", "SKINNYLT_TUNING_FILE", "SKINNYLT_REAL_LIB", "SKINNYLT_STANDALONE", "SKINNYLT_WORKSPACE_MB", "SKINNYLT_PDL", "SKINNYLT_PDL_PREFETCH", "SKINNYLT_PDL_TRIGGER", "SKINNYLT_PDL_LEAD", "SKINNYLT_PDL_PREFETCH_X"];
+        fn any_environment_parses_within_bounds(values in proptest::collection::vec(proptest::option::of(".{0,24}"), 13)) {
+            const NAMES: [&str; 13] = ["SKINNYLT_ALGO", "SKINNYLT_DISABLE", "SKINNYLT_LOG", "SKINNYLT_MAX_M", "SKINNYLT_TUNING_FILE", "SKINNYLT_REAL_LIB", "SKINNYLT_STANDALONE", "SKINNYLT_WORKSPACE_MB", "SKINNYLT_PDL", "SKINNYLT_PDL_PREFETCH", "SKINNYLT_PDL_TRIGGER", "SKINNYLT_PDL_LEAD", "SKINNYLT_PDL_PREFETCH_X"];
             let c = Config::from_lookup(|k| NAMES.iter().position(|n| *n == k).and_then(|i| values[i].clone()));
             proptest::prop_assert!(c.max_m <= MAX_M_LIMIT);
             proptest::prop_assert!(c.workspace_bytes >= 1 << 20 && c.workspace_bytes as u64 <= MAX_WORKSPACE_MB << 20);

@@ -40,10 +40,12 @@ pub enum Reason {
     TunedForward,
     PlannerForward,
     LaunchFailed,
+    /// The caller passed an algo the real library produced (`SKINNYLT_ALGO`).
+    CallerAlgo,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 27] = [
+    pub const ALL: [Reason; 28] = [
         Reason::Disabled,
         Reason::Reentrant,
         Reason::UnknownDescriptor,
@@ -71,6 +73,7 @@ impl Reason {
         Reason::TunedForward,
         Reason::PlannerForward,
         Reason::LaunchFailed,
+        Reason::CallerAlgo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +105,7 @@ impl Reason {
             Reason::TunedForward => "tuned-forward",
             Reason::PlannerForward => "planner-forward",
             Reason::LaunchFailed => "launch-failed",
+            Reason::CallerAlgo => "caller-algo",
         }
     }
 }

@@ -50,9 +50,10 @@ pub struct MatmulArgs<'a> {
 }
 
 impl MatmulArgs<'_> {
-    /// The call, unchanged, to the real library.
+    /// The call, unchanged, to the real library; skinnylt's own algo, which it
+    /// cannot read, becomes NULL (its own heuristic's choice).
     fn forward(&self, lib: &crate::real::RealLib) -> Status {
-        let algo = self.algo.map_or(std::ptr::null(), |a| a as *const MatmulAlgo);
+        let algo = self.algo.filter(|a| !a.is_own()).map_or(std::ptr::null(), |a| a as *const MatmulAlgo);
         real_call!(
             lib,
             hipblasLtMatmul(
@@ -121,6 +122,11 @@ pub fn matmul(cx: Cx, m: &MatmulArgs<'_>) -> Status {
     };
     if crate::real::reentered() {
         return forward(Reason::Reentrant);
+    }
+    // A real library's algo (TunableOp, an override file, an explicit index): the
+    // caller chose that library's kernel, so the call goes there untouched.
+    if m.algo.is_some_and(|a| !a.is_own()) && !p.config.any_algo && p.enabled() && cx.real().is_some() {
+        return forward(Reason::CallerAlgo);
     }
     if m.handle.is_null() || m.desc.is_null() || m.alpha.0.is_null() || m.beta.0.is_null() {
         return forward(Reason::NullArgument);
@@ -214,52 +220,32 @@ pub struct HeuristicArgs {
     pub pref: MatmulPreference,
 }
 
-/// Standalone heuristic: one algo for problems skinnylt runs, none otherwise.
-/// Interposed, heuristic results and algo bytes go back untouched: clients persist
-/// and compare solution indices.
+/// The heuristic as hipBLASLt's clients see it: skinnylt's own algo first when
+/// skinnylt would run the problem, then (interposed) the real library's results,
+/// untouched, filling the rest of the `requested`; otherwise the real library's
+/// answer alone. Standalone, one algo for problems skinnylt runs, none otherwise.
 pub fn algo_get_heuristic(cx: Cx, q: &HeuristicArgs, requested: i32, results: Option<&mut [HeuristicResult]>, returned: Option<&mut i32>) -> Status {
+    let own = own_result(cx, q);
     if let Some(lib) = cx.real() {
-        let results = results.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr());
         let HeuristicArgs { handle, desc, a, b, c, d, pref } = *q;
-        return real_call!(lib, hipblasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, d, pref, requested, results, raw(returned)));
+        return match (own, results, returned) {
+            (Ok(own), Some(results), Some(returned)) if !results.is_empty() => own_first(own, results, returned, |rest, n| {
+                real_call!(lib, hipblasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, d, pref, rest.len() as i32, rest.as_mut_ptr(), raw(n)))
+            }),
+            // Nothing of skinnylt's to add: the caller's call exactly.
+            (_, results, returned) => {
+                let results = results.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr());
+                real_call!(lib, hipblasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, d, pref, requested, results, raw(returned)))
+            }
+        };
     }
     if q.handle.is_null() {
         return STATUS_NOT_INITIALIZED;
     }
     let (Some(results), Some(returned)) = (results.filter(|r| !r.is_empty()), returned) else { return STATUS_INVALID_VALUE };
-    if q.desc.is_null() || q.pref.is_null() {
-        return STATUS_INVALID_VALUE;
-    }
-    let problem = {
-        let t = cx.p.shadow.read();
-        if !t.prefs.contains_key(&(q.pref as usize)) {
-            return STATUS_INVALID_VALUE;
-        }
-        let Some(desc) = t.descs.get(&(q.desc as usize)).map(|e| heuristic_desc(&e.1)) else { return STATUS_INVALID_VALUE };
-        let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
-        // Pointers are not known yet: assume aligned ones.
-        let call = Call {
-            desc: Some(&desc),
-            a: lay(q.a),
-            b: lay(q.b),
-            c: lay(q.c),
-            d: lay(q.d),
-            ptrs: Pointers { a: 0x1000, b: 0x2000, c: 0x3000, d: 0x3000 },
-            alpha: Some(1.0),
-            beta: Some(0.0),
-        };
-        route::route(&call, &cx.p.policy(cx.mode))
-    };
-    let plan = problem.and_then(|p| cx.p.engines.plan_for(q.handle as usize, &p, false).map_err(|e| reason_of(&e)));
-    match plan {
-        Ok(plan) => {
-            let mut algo = MatmulAlgo::default();
-            // Bytes 0..4: a negative "solution index" (not a Tensile one).
-            algo.data[0..4].copy_from_slice(&(-1i32).to_le_bytes());
-            algo.data[4..8].copy_from_slice(&OWN_ALGO_MAGIC);
-            algo.data[8..12].copy_from_slice(&(plan.kernel as u32).to_le_bytes());
-            // The handle's own buffer always holds the partials: no caller workspace needed.
-            results[0] = HeuristicResult { algo, workspace_size: 0, state: STATUS_SUCCESS, waves_count: 1.0, reserved: [0; 4] };
+    match own {
+        Ok(own) => {
+            results[0] = own;
             *returned = 1;
             STATUS_SUCCESS
         }
@@ -272,6 +258,60 @@ pub fn algo_get_heuristic(cx: Cx, q: &HeuristicArgs, requested: i32, results: Op
     }
 }
 
+/// skinnylt's own result for a heuristic query, when a matmul of this problem
+/// would run on skinnylt (with aligned pointers; a matmul checks its own).
+fn own_result(cx: Cx, q: &HeuristicArgs) -> Result<HeuristicResult, Reason> {
+    if q.handle.is_null() || q.desc.is_null() || q.pref.is_null() {
+        return Err(Reason::NullArgument);
+    }
+    let problem = {
+        let t = cx.p.shadow.read();
+        if !t.prefs.contains_key(&(q.pref as usize)) {
+            return Err(Reason::UnknownDescriptor);
+        }
+        let desc = t.descs.get(&(q.desc as usize)).map(|e| heuristic_desc(&e.1)).ok_or(Reason::UnknownDescriptor)?;
+        let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
+        // Pointers are not known yet: assume aligned ones.
+        let call = Call {
+            desc: Some(&desc),
+            a: lay(q.a),
+            b: lay(q.b),
+            c: lay(q.c),
+            d: lay(q.d),
+            ptrs: Pointers { a: 0x1000, b: 0x2000, c: 0x3000, d: 0x3000 },
+            alpha: Some(1.0),
+            beta: Some(0.0),
+        };
+        route::route(&call, &cx.p.policy(cx.mode))?
+    };
+    // With a real library the plan is the one a matmul makes, forward included.
+    let plan = cx.p.engines.plan_for(q.handle as usize, &problem, cx.real().is_some()).map_err(|e| reason_of(&e))?;
+    // The handle's own buffer always holds the partials: no caller workspace needed.
+    Ok(HeuristicResult { algo: MatmulAlgo::own(plan.kernel as u32), workspace_size: 0, state: STATUS_SUCCESS, waves_count: 1.0, reserved: [0; 4] })
+}
+
+/// `own` in `results[0]`, then what `real` writes into the rest (the real
+/// library asked for one result fewer). The real library's failure leaves
+/// skinnylt's algo as the one result: the problem is still served.
+fn own_first(
+    own: HeuristicResult,
+    results: &mut [HeuristicResult],
+    returned: &mut i32,
+    real: impl FnOnce(&mut [HeuristicResult], Option<&mut i32>) -> Status,
+) -> Status {
+    results[0] = own;
+    let mut theirs = 0;
+    if results.len() > 1 {
+        let status = real(&mut results[1..], Some(&mut theirs));
+        if status != STATUS_SUCCESS {
+            crate::log_debug!("heuristic: the real library answered {}; skinnylt's algo alone", status_name(status));
+            theirs = 0;
+        }
+    }
+    *returned = 1 + theirs.clamp(0, results.len() as i32 - 1);
+    STATUS_SUCCESS
+}
+
 /// The descriptor as the heuristic searches it: as hipBLASLt does, with a stand-in
 /// bias pointer if none is set yet.
 fn heuristic_desc(d: &DescState) -> DescState {
@@ -280,4 +320,57 @@ fn heuristic_desc(d: &DescState) -> DescState {
         d.attrs.insert(crate::abi::desc_attr::BIAS_POINTER, 0x100);
     }
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(tag: u8) -> HeuristicResult {
+        let mut r = HeuristicResult::default();
+        r.algo.data = [tag; 16];
+        r
+    }
+
+    /// skinnylt's algo comes first; the real library fills the rest of what was
+    /// requested, untouched, and its failure leaves skinnylt's alone.
+    #[test]
+    fn own_algo_first_then_the_real_librarys() {
+        let own = HeuristicResult { algo: MatmulAlgo::own(3), ..result(0) };
+        for (requested, real_gives, real_status, want) in [(1, 0, STATUS_SUCCESS, 1), (4, 3, STATUS_SUCCESS, 4), (4, 2, STATUS_SUCCESS, 3), (3, 0, STATUS_NOT_SUPPORTED, 1), (2, 9, STATUS_SUCCESS, 2)] {
+            let mut results = vec![result(0xEE); requested];
+            let mut returned = -7;
+            let mut asked = None;
+            let status = own_first(own, &mut results, &mut returned, |rest, n| {
+                asked = Some(rest.len());
+                for (i, r) in rest.iter_mut().enumerate().take(real_gives) {
+                    *r = result(0xA0 + i as u8);
+                }
+                *n.unwrap() = real_gives as i32;
+                real_status
+            });
+            assert_eq!((status, returned), (STATUS_SUCCESS, want), "requested {requested}");
+            assert!(results[0].algo.is_own());
+            assert_eq!(asked, (requested > 1).then_some(requested - 1), "the real library is asked for the rest");
+            for (i, r) in results.iter().enumerate().skip(1).take(want as usize - 1) {
+                assert_eq!(r.algo.data[0], 0xA0 + i as u8 - 1, "result {i} is the real library's, untouched");
+            }
+        }
+    }
+
+    /// The real library's algos are never taken for skinnylt's: their first four
+    /// bytes are a non-negative solution index.
+    #[test]
+    fn own_algos_are_recognised_and_real_ones_are_not() {
+        assert!(MatmulAlgo::own(0).is_own() && MatmulAlgo::own(u32::MAX).is_own());
+        for index in [0i32, 1, 77, i32::MAX] {
+            let mut a = MatmulAlgo::own(5);
+            a.data[0..4].copy_from_slice(&index.to_le_bytes());
+            assert!(!a.is_own(), "index {index}");
+        }
+        let mut a = MatmulAlgo::own(5);
+        a.data[5] ^= 1;
+        assert!(!a.is_own());
+        assert!(!MatmulAlgo::default().is_own());
+    }
 }
