@@ -48,6 +48,9 @@ pub struct Config {
     /// `SKINNYLT_ALGO=any`: run what skinnylt can whatever algo the caller passes;
     /// by default a real library's algo is forwarded with the call, untouched.
     pub any_algo: bool,
+    /// hipBLASLt's bench log (`HIPBLASLT_LOG_MASK` bit 32), for the calls skinnylt
+    /// runs (`crate::benchlog`).
+    pub bench_log: Option<crate::benchlog::Sink>,
     /// Values that could not be used, each with what was used instead: reported
     /// once at warn level when the process state is made (`crate::process`).
     pub problems: Vec<String>,
@@ -88,6 +91,7 @@ impl Config {
             pdl_prefetch_row_bytes: env.number("SKINNYLT_PDL_PREFETCH", 0..=1 << 20, DEFAULT_PDL_PREFETCH_ROW_BYTES as u64) as i32,
             record: env.value("SKINNYLT_RECORD"),
             any_algo: env.algo(),
+            bench_log: crate::benchlog::sink_from(&get),
             pdl_flags: 0,
             problems: Vec::new(),
         };

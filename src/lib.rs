@@ -23,6 +23,7 @@
 //! API (`include/skinnylt.h` and hipBLASLt's header).
 
 pub mod abi;
+pub mod benchlog;
 pub(crate) mod api;
 pub mod config;
 pub(crate) mod dl;

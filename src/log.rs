@@ -88,9 +88,22 @@ fn sink() -> &'static Mutex<Box<dyn Write + Send>> {
 /// Opens the log for appending without ever blocking: a FIFO nobody reads is
 /// refused (ENXIO) instead of stopping the process at its first log line.
 fn open_log(path: &str) -> std::io::Result<std::fs::File> {
+    open_nonblocking(path, true)
+}
+
+/// Opens `path` for writing (appending, or truncating it), created if missing,
+/// without blocking on a FIFO that has no reader; writes block again once open,
+/// so a reader that is there keeps every line.
+pub fn open_nonblocking(path: &str, append: bool) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new().create(true).append(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    // Writes block again once open: a reader that is there keeps every line.
+    let mut o = std::fs::OpenOptions::new();
+    o.create(true).custom_flags(libc::O_NONBLOCK);
+    if append {
+        o.append(true);
+    } else {
+        o.write(true).truncate(true);
+    }
+    let f = o.open(path)?;
     // SAFETY: F_GETFL/F_SETFL on a descriptor this function owns.
     unsafe {
         use std::os::fd::AsRawFd;

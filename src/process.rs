@@ -17,6 +17,7 @@ use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
+use crate::benchlog::BenchLog;
 use crate::config::Config;
 use crate::engine::Engines;
 use crate::real::RealLib;
@@ -41,6 +42,8 @@ pub struct Process {
     pub stats: Stats,
     /// `SKINNYLT_RECORD`: the calls seen so far and where they go.
     pub recorder: Option<Recorder>,
+    /// hipBLASLt's bench log, for the calls skinnylt runs (`HIPBLASLT_LOG_MASK`).
+    pub bench_log: Option<BenchLog>,
 }
 
 /// Whether calls go to a real hipBLASLt.
@@ -124,6 +127,7 @@ impl Process {
         });
         Process {
             recorder,
+            bench_log: config.bench_log.clone().map(BenchLog::new),
             enabled: AtomicBool::new(!config.disabled),
             config,
             mode: OnceLock::new(),

@@ -144,6 +144,9 @@ pub fn matmul(cx: Cx, m: &MatmulArgs<'_>) -> Status {
     if let Some(rec) = &p.recorder {
         record(cx, rec, m, routed.as_ref().ok(), outcome);
     }
+    if let (Some(log), Ok(problem), Ok(())) = (&p.bench_log, &routed, outcome) {
+        bench_line(cx, log, m, problem);
+    }
     match outcome {
         Ok(()) => {
             p.stats.count_intercepted();
@@ -167,6 +170,19 @@ fn record(cx: Cx, rec: &crate::record::Recorder, m: &MatmulArgs<'_>, problem: Op
         }
     };
     rec.note(r);
+}
+
+/// Writes hipBLASLt's bench line for a call skinnylt ran (`HIPBLASLT_LOG_MASK`).
+#[cold]
+fn bench_line(cx: Cx, log: &crate::benchlog::BenchLog, m: &MatmulArgs<'_>, problem: &Problem) {
+    let line = {
+        let t = cx.p.shadow.read();
+        let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
+        let (Some((_, desc)), Some(a), Some(b), Some(c), Some(d)) = (t.descs.get(&(m.desc as usize)), lay(m.a_desc), lay(m.b_desc), lay(m.c_desc), lay(m.d_desc)) else { return };
+        // Routing ran the call with beta = 0.
+        crate::benchlog::line(&crate::benchlog::Call { desc, a, b, c, d, alpha: problem.alpha, beta: 0.0, algo: crate::benchlog::Algo::Heuristic })
+    };
+    log.write(&line, cx.real().is_none());
 }
 
 /// Routing for a matmul call: the state half from this thread's memo while no
