@@ -301,7 +301,7 @@ impl Engines {
     /// Prepares a new handle (called by `hipblasLtCreate`) on the current device;
     /// never fails the create: a handle without an engine forwards every call.
     pub fn on_create(&self, handle: usize, cfg: &Config) {
-        let engine = gpu::runtime().map(|rt| rt.current_device().and_then(|d| Engine::new(self.device(d, cfg)?, cfg)));
+        let engine = gpu::runtime().map(|rt| gpu::capture_relaxed(rt, || rt.current_device().and_then(|d| Engine::new(self.device(d, cfg)?, cfg))));
         let engine = match engine {
             None => None,
             Some(Ok(e)) => Some(Arc::new(e)),
@@ -313,9 +313,15 @@ impl Engines {
         self.handles.write().unwrap_or_else(|e| e.into_inner()).insert(handle, engine);
     }
 
-    /// Forgets a handle; true when it was known.
+    /// Forgets a handle; true when it was known. Its buffers are freed in relaxed
+    /// capture mode (`gpu::capture_relaxed`) once no call uses them.
     pub fn on_destroy(&self, handle: usize) -> bool {
-        self.handles.write().unwrap_or_else(|e| e.into_inner()).remove(&handle).is_some()
+        let engine = self.handles.write().unwrap_or_else(|e| e.into_inner()).remove(&handle);
+        let known = engine.is_some();
+        if let Some(rt) = gpu::runtime() {
+            gpu::capture_relaxed(rt, || drop(engine));
+        }
+        known
     }
 
     /// Whether `handle` was created and not yet destroyed.
@@ -365,7 +371,10 @@ impl Engines {
 /// does first-time work, e.g. before graph capture.
 pub fn preload(device: i32) -> Result<Arc<Device>, String> {
     let p = crate::process::get();
-    p.engines.device(device, &p.config)
+    match gpu::runtime() {
+        Some(rt) => gpu::capture_relaxed(rt, || p.engines.device(device, &p.config)),
+        None => p.engines.device(device, &p.config),
+    }
 }
 
 /// The device, loaded once (the tools' entry point).

@@ -20,6 +20,8 @@ const ATTR_CC_MAJOR: c_int = 75;
 const ATTR_CC_MINOR: c_int = 76;
 // CUfunction_attribute.
 const FUNC_ATTR_MAX_DYNAMIC_SHARED: c_int = 8;
+/// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy stream.
+const STREAM_NON_BLOCKING: c_uint = 1;
 const FUNC_ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: c_int = 14;
 // CUjit_option: error log buffer and its size.
 const JIT_ERROR_LOG_BUFFER: c_int = 5;
@@ -46,7 +48,11 @@ crate::dl_table!(pub CudaFns {
     cuLaunchKernelEx: fn(*const CuLaunchConfig, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> CuResult;
     cuMemAlloc_v2: fn(*mut u64, usize) -> CuResult;
     cuMemFree_v2: fn(u64) -> CuResult;
-    cuMemsetD8_v2: fn(u64, u8, usize) -> CuResult;
+    cuMemsetD8Async: fn(u64, u8, usize, CuStream) -> CuResult;
+    cuStreamCreate: fn(*mut CuStream, c_uint) -> CuResult;
+    cuStreamDestroy_v2: fn(CuStream) -> CuResult;
+    cuStreamSynchronize: fn(CuStream) -> CuResult;
+    cuThreadExchangeStreamCaptureMode: fn(*mut c_int) -> CuResult;
     cuTensorMapEncodeTiled: fn(*mut TensorMap, c_uint, c_uint, *mut c_void, *const u64, *const u64, *const u32, *const u32, c_uint, c_uint, c_uint, c_uint) -> CuResult;
 });
 
@@ -219,14 +225,30 @@ impl Runtime for Cuda {
         self.with_ctx(ctx, || {
             let mut p = 0u64;
             rt_call!(self, cuMemAlloc_v2(&mut p, bytes.max(16)))?;
-            rt_call!(self, cuMemsetD8_v2(p, 0, bytes.max(16)))?;
-            rt_call!(self, cuCtxSynchronize())?;
+            // Zeroed on a private non-blocking stream and waited for there: no
+            // device or legacy-stream synchronisation that a capture could see.
+            let mut s: CuStream = std::ptr::null_mut();
+            let zeroed = rt_call!(self, cuStreamCreate(&mut s, STREAM_NON_BLOCKING)).and_then(|_| {
+                let r = rt_call!(self, cuMemsetD8Async(p, 0, bytes.max(16), s)).and_then(|_| rt_call!(self, cuStreamSynchronize(s)));
+                let _ = rt_call!(self, cuStreamDestroy_v2(s));
+                r
+            });
+            if let Err(e) = zeroed {
+                let _ = rt_call!(self, cuMemFree_v2(p));
+                return Err(e);
+            }
             Ok(DevPtr(p))
         })
     }
 
     fn free(&self, ctx: Context, p: DevPtr) {
         let _ = self.with_ctx(ctx, || rt_call!(self, cuMemFree_v2(p.0)));
+    }
+
+    fn exchange_capture_mode(&self, mode: i32) -> Result<i32> {
+        let mut m = mode;
+        rt_call!(self, cuThreadExchangeStreamCaptureMode(&mut m))?;
+        Ok(m)
     }
 
     /// Encodes a tensor map for `t` (pure host work in the driver: no allocation,

@@ -18,6 +18,9 @@ const ATTR_CC_MAJOR: c_int = 23;
 const ATTR_CC_MINOR: c_int = 61;
 const ATTR_MULTIPROCESSOR_COUNT: c_int = 63;
 
+/// `hipStreamNonBlocking`: no implicit synchronisation with the null stream.
+const STREAM_NON_BLOCKING: c_uint = 1;
+
 crate::dl_table!(pub HipFns {
     hipRuntimeGetVersion: fn(*mut c_int) -> HipError;
     hipGetErrorString: fn(HipError) -> *const c_char;
@@ -32,8 +35,11 @@ crate::dl_table!(pub HipFns {
     hipModuleLaunchKernel: fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> HipError;
     hipMalloc: fn(*mut *mut c_void, usize) -> HipError;
     hipFree: fn(*mut c_void) -> HipError;
-    hipMemset: fn(*mut c_void, c_int, usize) -> HipError;
-    hipDeviceSynchronize: fn() -> HipError;
+    hipMemsetAsync: fn(*mut c_void, c_int, usize, *mut c_void) -> HipError;
+    hipStreamCreateWithFlags: fn(*mut *mut c_void, c_uint) -> HipError;
+    hipStreamDestroy: fn(*mut c_void) -> HipError;
+    hipStreamSynchronize: fn(*mut c_void) -> HipError;
+    hipThreadExchangeStreamCaptureMode: fn(*mut c_int) -> HipError;
 });
 
 pub struct Hip {
@@ -144,14 +150,30 @@ impl Runtime for Hip {
         self.with_device(ctx, || {
             let mut p: *mut c_void = std::ptr::null_mut();
             rt_call!(self, hipMalloc(&mut p, bytes.max(16)))?;
-            rt_call!(self, hipMemset(p, 0, bytes.max(16)))?;
-            rt_call!(self, hipDeviceSynchronize())?;
+            // Zeroed on a private non-blocking stream and waited for there (see
+            // `Runtime::alloc_zeroed`).
+            let mut s: *mut c_void = std::ptr::null_mut();
+            let zeroed = rt_call!(self, hipStreamCreateWithFlags(&mut s, STREAM_NON_BLOCKING)).and_then(|_| {
+                let r = rt_call!(self, hipMemsetAsync(p, 0, bytes.max(16), s)).and_then(|_| rt_call!(self, hipStreamSynchronize(s)));
+                let _ = rt_call!(self, hipStreamDestroy(s));
+                r
+            });
+            if let Err(e) = zeroed {
+                let _ = rt_call!(self, hipFree(p));
+                return Err(e);
+            }
             Ok(DevPtr(p as u64))
         })
     }
 
     fn free(&self, ctx: Context, p: DevPtr) {
         let _ = self.with_device(ctx, || rt_call!(self, hipFree(p.0 as *mut c_void)));
+    }
+
+    fn exchange_capture_mode(&self, mode: i32) -> Result<i32> {
+        let mut m = mode;
+        rt_call!(self, hipThreadExchangeStreamCaptureMode(&mut m))?;
+        Ok(m)
     }
 
     unsafe fn launch(&self, _ctx: Context, f: Function, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {

@@ -266,9 +266,14 @@ pub trait Runtime: Send + Sync {
     fn set_max_dynamic_shared(&self, _ctx: Context, _f: Function, _bytes: u32) -> Result<()> {
         Ok(())
     }
-    /// Allocates zeroed device memory (synchronous: creation time only).
+    /// Allocates zeroed device memory (creation time only). It waits only for its
+    /// own private stream, never for the device or the legacy stream, so it cannot
+    /// join or break a graph capture running on another stream.
     fn alloc_zeroed(&self, ctx: Context, bytes: usize) -> Result<DevPtr>;
     fn free(&self, ctx: Context, p: DevPtr);
+    /// Sets the calling thread's stream-capture mode (`CAPTURE_MODE_*`), returning
+    /// the previous one (`cuThreadExchangeStreamCaptureMode`).
+    fn exchange_capture_mode(&self, mode: i32) -> Result<i32>;
     /// Encodes a tensor map (NVIDIA sm_90; pure host work, no allocation).
     fn tensor_map_2d(&self, _t: &Tile2d) -> Result<TensorMap> {
         Err("tensor maps are an sm_90 feature".into())
@@ -278,6 +283,24 @@ pub trait Runtime: Send + Sync {
     /// # Safety
     /// `params` must match the kernel's parameters and point to live values.
     unsafe fn launch(&self, ctx: Context, f: Function, cfg: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()>;
+}
+
+/// `CU_STREAM_CAPTURE_MODE_RELAXED` / `hipStreamCaptureModeRelaxed`: the thread
+/// may make calls that are unsafe during another thread's global-mode capture.
+pub const CAPTURE_MODE_RELAXED: i32 = 2;
+
+/// Runs `f` (handle creation or destruction: allocations, module loads) in relaxed
+/// capture mode on this thread. In the default global mode, a `cuMemAlloc` made
+/// while any other thread captures a stream in global mode is refused and ends
+/// that capture with an error (how hipBLASLt's own create breaks captures); relaxed,
+/// and waiting only on a private stream, the work stays out of every capture.
+pub fn capture_relaxed<R>(rt: &dyn Runtime, f: impl FnOnce() -> R) -> R {
+    let previous = rt.exchange_capture_mode(CAPTURE_MODE_RELAXED);
+    let r = f();
+    if let Ok(m) = previous {
+        let _ = rt.exchange_capture_mode(m);
+    }
+    r
 }
 
 static RUNTIME: OnceLock<Option<Box<dyn Runtime>>> = OnceLock::new();

@@ -35,6 +35,7 @@ skinnylt::dl_table!(CudaFns {
 
 // cuStreamCreate flags and CUstreamCaptureMode (cuda.h).
 const STREAM_NON_BLOCKING: c_uint = 1;
+const CAPTURE_MODE_GLOBAL: c_int = 0;
 const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 
 pub struct Cuda {
@@ -96,6 +97,14 @@ impl Harness for Cuda {
     }
     fn device_sync(&self) -> Result<()> {
         cu!(self, cuCtxSynchronize())
+    }
+    fn stream_create_blocking(&self) -> Result<Raw> {
+        let mut s: Raw = std::ptr::null_mut();
+        cu!(self, cuStreamCreate(&mut s, 0))?;
+        Ok(s)
+    }
+    fn begin_capture_global(&self, s: Raw) -> Result<()> {
+        cu!(self, cuStreamBeginCapture_v2(s, CAPTURE_MODE_GLOBAL))
     }
     fn begin_capture(&self, s: Raw) -> Result<()> {
         cu!(self, cuStreamBeginCapture_v2(s, CAPTURE_MODE_THREAD_LOCAL))

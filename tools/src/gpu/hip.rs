@@ -40,6 +40,7 @@ const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
 // hipStreamNonBlocking, a hipStreamCreateWithFlags flag.
 const STREAM_NON_BLOCKING: c_uint = 1;
 // hipStreamCaptureMode (Global 0, ThreadLocal 1, Relaxed 2).
+const CAPTURE_MODE_GLOBAL: c_int = 0;
 const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 
 pub struct Hip {
@@ -101,6 +102,14 @@ impl Harness for Hip {
     }
     fn device_sync(&self) -> Result<()> {
         hip!(self, hipDeviceSynchronize())
+    }
+    fn stream_create_blocking(&self) -> Result<Raw> {
+        let mut s: Raw = std::ptr::null_mut();
+        hip!(self, hipStreamCreateWithFlags(&mut s, 0))?;
+        Ok(s)
+    }
+    fn begin_capture_global(&self, s: Raw) -> Result<()> {
+        hip!(self, hipStreamBeginCapture(s, CAPTURE_MODE_GLOBAL))
     }
     fn begin_capture(&self, s: Raw) -> Result<()> {
         hip!(self, hipStreamBeginCapture(s, CAPTURE_MODE_THREAD_LOCAL))

@@ -35,7 +35,12 @@ pub trait Harness: Send + Sync {
     fn stream_destroy(&self, s: Raw);
     fn sync(&self, s: Raw) -> Result<()>;
     fn device_sync(&self) -> Result<()>;
+    /// A stream that synchronises with the null stream (created with no flags).
+    fn stream_create_blocking(&self) -> Result<Raw>;
     fn begin_capture(&self, s: Raw) -> Result<()>;
+    /// Begins a capture in global mode (the runtimes' default): while it runs,
+    /// unsafe calls from any thread in global mode are refused and end it.
+    fn begin_capture_global(&self, s: Raw) -> Result<()>;
     /// Ends the capture on `s` and instantiates the graph.
     fn end_capture(&self, s: Raw) -> Result<Raw>;
     fn graph_launch(&self, exec: Raw, s: Raw) -> Result<()>;
