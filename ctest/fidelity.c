@@ -14,6 +14,8 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "hipblaslt_abi.h"
@@ -492,6 +494,59 @@ static const struct fcase {
 #define NUM_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 _Static_assert(sizeof CASES / sizeof CASES[0] == 40, "all 40 functions");
 
+/* ---------------------------------------------------------------- oversize sizes */
+
+/* A 4-byte attribute value passed with a size larger than its buffer (SIZE_MAX, or
+ * a too-large size): hipBLASLt copies sizeof(field) and checks only size >= it, so
+ * neither skinnylt nor the stub may touch a byte past the value. The value sits at
+ * the end of a page followed by an inaccessible one: a read or write past it is a
+ * SIGSEGV here (and an ASan report in the sanitizer build). */
+static void test_oversize_sizes(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *map = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED, "mmap");
+    if (map == MAP_FAILED) return;
+    CHECK(mprotect(map + page, (size_t)page, PROT_NONE) == 0, "mprotect guard page");
+    int32_t *v = (int32_t *)(map + page - sizeof(int32_t));
+    const size_t sizes[] = {SIZE_MAX, 64};
+    static const struct {
+        const char *set, *get;
+        int attr;
+    } cases[] = {
+        {"hipblasLtMatrixLayoutSetAttribute", "hipblasLtMatrixLayoutGetAttribute", HIPBLASLT_MATRIX_LAYOUT_TYPE},
+        {"hipblasLtMatmulDescSetAttribute", "hipblasLtMatmulDescGetAttribute", HIPBLASLT_MATMUL_DESC_TRANSA},
+        {"hipblasLtMatmulPreferenceSetAttribute", "hipblasLtMatmulPreferenceGetAttribute", HIPBLASLT_MATMUL_PREF_SEARCH_MODE},
+    };
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        for (int c = 0; c < 3; c++) {
+            void *obj = fake();
+            size_t size = sizes[si], written = 0;
+            hipblasStatus_t s;
+            S.reset();
+            *v = 0x0a0b0c0d;
+            if (c == 0) s = hipblasLtMatrixLayoutSetAttribute(obj, cases[c].attr, v, size);
+            else if (c == 1) s = hipblasLtMatmulDescSetAttribute(obj, cases[c].attr, v, size);
+            else s = hipblasLtMatmulPreferenceSetAttribute(obj, cases[c].attr, v, size);
+            CHECK_EQ(s, 0, cases[c].set);
+            const struct stub_call *r = rec_of(cases[c].set);
+            CHECK(r->args[3] == size, "%s: size 0x%" PRIx64 " reached the stub as 0x%" PRIx64, cases[c].set,
+                  (uint64_t)size, r->args[3]);
+            CHECK(r->payload == 0x0a0b0c0d, "%s with size 0x%zx: stub kept 0x%" PRIx64, cases[c].set, size,
+                  r->payload);
+
+            *v = -1;
+            if (c == 0) s = hipblasLtMatrixLayoutGetAttribute(obj, cases[c].attr, v, size, &written);
+            else if (c == 1) s = hipblasLtMatmulDescGetAttribute(obj, cases[c].attr, v, size, &written);
+            else s = hipblasLtMatmulPreferenceGetAttribute(obj, cases[c].attr, v, size, &written);
+            CHECK_EQ(s, 0, cases[c].get);
+            uint8_t want[4];
+            for (size_t j = 0; j < 4; j++) want[j] = stub_attr_byte(j);
+            CHECK(memcmp(v, want, 4) == 0, "%s with size 0x%zx: value not written", cases[c].get, size);
+        }
+    }
+    munmap(map, 2 * (size_t)page);
+}
+
 /* ---------------------------------------------------------------- driver */
 
 /* Calls case i with the stub programmed to return `status`; checks that the stub saw
@@ -584,5 +639,7 @@ int main(int argc, char **argv) {
     CHECK_EQ(ctr.forwarded, matmuls, "counters.forwarded");
     CHECK_EQ(ctr.intercepted, 0, "counters.intercepted");
     CHECK_EQ(skinnylt_forwarded_for("caller-algo"), matmuls, "forwarded_for(caller-algo)");
+
+    test_oversize_sizes();
     return check_summary(core_only ? "fidelity (core-only stub)" : "fidelity (full stub)");
 }

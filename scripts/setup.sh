@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
-for p in clang-22 lld-22 llvm-22 cmake gcc g++ make pkg-config dpkg-dev rpm cpio; do
+for p in clang-22 lld-22 llvm-22 cmake gcc g++ make pkg-config dpkg-dev rpm cpio valgrind; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

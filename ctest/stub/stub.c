@@ -91,15 +91,20 @@ static void new_object(struct stub_call *rec, void *out) {
 }
 
 /* What a SetAttribute was given, so a test can check the value behind buf after
- * the caller's buffer is gone. */
-static void keep_payload(struct stub_call *rec, const void *buf, size_t size) {
-    if (buf) memcpy(&rec->payload, buf, size < 8 ? size : 8);
+ * the caller's buffer is gone: the bytes hipBLASLt would copy (stub_attr_bytes),
+ * never min(size, 8), which runs past a 4-byte value passed with a larger size. */
+static void keep_payload(struct stub_call *rec, enum stub_attr_kind kind, int attr,
+                         const void *buf, size_t size) {
+    if (buf) memcpy(&rec->payload, buf, stub_attr_bytes(kind, attr, size));
 }
 
-/* What every GetAttribute writes: a byte pattern and a fake size. */
-static void fill_attr(struct stub_call *rec, void *buf, size_t size, size_t *written) {
+/* What every GetAttribute writes: a byte pattern (as many bytes as hipBLASLt would
+ * write, see keep_payload) and a fake size. */
+static void fill_attr(struct stub_call *rec, enum stub_attr_kind kind, int attr, void *buf,
+                      size_t size, size_t *written) {
+    size_t n = stub_attr_bytes(kind, attr, size);
     if (buf)
-        for (size_t j = 0; j < size && j < 8; j++) ((uint8_t *)buf)[j] = stub_attr_byte(j);
+        for (size_t j = 0; j < n; j++) ((uint8_t *)buf)[j] = stub_attr_byte(j);
     if (written) *written = STUB_ATTR_WRITTEN;
     rec->out = STUB_ATTR_WRITTEN;
 }
@@ -190,7 +195,7 @@ EXPORT hipblasStatus_t hipblasLtMatrixLayoutSetAttribute(hipblasLtMatrixLayout_t
                                                          hipblasLtMatrixLayoutAttribute_t attr,
                                                          const void *buf, size_t sizeInBytes) {
     RECORD(U(matLayout), U(attr), U(buf), U(sizeInBytes));
-    keep_payload(rec, buf, sizeInBytes);
+    keep_payload(rec, STUB_LAYOUT, attr, buf, sizeInBytes);
     return rec->status;
 }
 
@@ -199,7 +204,7 @@ EXPORT hipblasStatus_t hipblasLtMatrixLayoutGetAttribute(hipblasLtMatrixLayout_t
                                                          void *buf, size_t sizeInBytes,
                                                          size_t *sizeWritten) {
     RECORD(U(matLayout), U(attr), U(buf), U(sizeInBytes), U(sizeWritten));
-    fill_attr(rec, buf, sizeInBytes, sizeWritten);
+    fill_attr(rec, STUB_LAYOUT, attr, buf, sizeInBytes, sizeWritten);
     return rec->status;
 }
 
@@ -220,7 +225,7 @@ EXPORT hipblasStatus_t hipblasLtMatmulDescSetAttribute(hipblasLtMatmulDesc_t mat
                                                        hipblasLtMatmulDescAttributes_t attr,
                                                        const void *buf, size_t sizeInBytes) {
     RECORD(U(matmulDesc), U(attr), U(buf), U(sizeInBytes));
-    keep_payload(rec, buf, sizeInBytes);
+    keep_payload(rec, STUB_DESC, attr, buf, sizeInBytes);
     return rec->status;
 }
 
@@ -229,7 +234,7 @@ EXPORT hipblasStatus_t hipblasLtMatmulDescGetAttribute(hipblasLtMatmulDesc_t mat
                                                        void *buf, size_t sizeInBytes,
                                                        size_t *sizeWritten) {
     RECORD(U(matmulDesc), U(attr), U(buf), U(sizeInBytes), U(sizeWritten));
-    fill_attr(rec, buf, sizeInBytes, sizeWritten);
+    fill_attr(rec, STUB_DESC, attr, buf, sizeInBytes, sizeWritten);
     return rec->status;
 }
 
@@ -248,7 +253,7 @@ EXPORT hipblasStatus_t hipblasLtMatmulPreferenceSetAttribute(
     hipblasLtMatmulPreference_t pref, hipblasLtMatmulPreferenceAttributes_t attr, const void *buf,
     size_t sizeInBytes) {
     RECORD(U(pref), U(attr), U(buf), U(sizeInBytes));
-    keep_payload(rec, buf, sizeInBytes);
+    keep_payload(rec, STUB_PREF, attr, buf, sizeInBytes);
     return rec->status;
 }
 
@@ -256,7 +261,7 @@ EXPORT hipblasStatus_t hipblasLtMatmulPreferenceGetAttribute(
     hipblasLtMatmulPreference_t pref, hipblasLtMatmulPreferenceAttributes_t attr, void *buf,
     size_t sizeInBytes, size_t *sizeWritten) {
     RECORD(U(pref), U(attr), U(buf), U(sizeInBytes), U(sizeWritten));
-    fill_attr(rec, buf, sizeInBytes, sizeWritten);
+    fill_attr(rec, STUB_PREF, attr, buf, sizeInBytes, sizeWritten);
     return rec->status;
 }
 
@@ -312,7 +317,7 @@ EXPORT hipblasStatus_t hipblasLtMatrixTransformDescGetAttribute(
     hipblasLtMatrixTransformDesc_t transformDesc, hipblasLtMatrixTransformDescAttributes_t attr,
     void *buf, size_t sizeInBytes, size_t *sizeWritten) {
     RECORD(U(transformDesc), U(attr), U(buf), U(sizeInBytes), U(sizeWritten));
-    fill_attr(rec, buf, sizeInBytes, sizeWritten);
+    fill_attr(rec, STUB_OTHER, attr, buf, sizeInBytes, sizeWritten);
     return rec->status;
 }
 

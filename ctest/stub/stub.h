@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hipblaslt_abi.h"
+#include "stub/attr.h"
 
 #define STUB_MAX_ARGS 16
 
@@ -22,7 +23,7 @@ struct stub_call {
     uint64_t args[STUB_MAX_ARGS];
     uint64_t out;    /* value written to the main out-parameter, 0 if none */
     int status;      /* the status the stub returned */
-    uint64_t payload; /* core SetAttribute: the first min(size, 8) bytes of buf; else 0 */
+    uint64_t payload; /* core SetAttribute: the first stub_attr_bytes() bytes of buf; else 0 */
 };
 
 /* Fake values the stub writes. */
@@ -36,7 +37,7 @@ struct stub_call {
 #define STUB_FIRST_NAN_CALL 0xC0FFEEu
 #define STUB_MAX_HEURISTICS 3
 
-/* Byte j of what GetAttribute writes to buf (at most 8 bytes, never past size). */
+/* Byte j of what GetAttribute writes to buf (see stub_attr_bytes). */
 static inline uint8_t stub_attr_byte(size_t j) { return (uint8_t)(0xB0 + j); }
 
 /* Heuristic result i as the stub writes it. */
