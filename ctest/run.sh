@@ -3,9 +3,7 @@
 # with CMake + CTest. Usage, from anywhere: bash ctest/run.sh
 # Needs gcc, g++, cmake, valgrind (and cargo, unless target/release/libskinnylt.so exists).
 # SKINNYLT_INCLUDE=<dir> overrides where skinnylt.h is taken from (default include/).
-# Tests labelled needs-fix (behaviour specified, not implemented yet) are run and
-# reported apart, without failing the run; SKINNYLT_CTEST_NEEDS_FIX=strict makes
-# them count. SKINNYLT_CTEST_SANITIZE=0 skips the ASan/UBSan build (sanitize.sh).
+# SKINNYLT_CTEST_SANITIZE=0 skips the ASan/UBSan build (sanitize.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,17 +31,7 @@ cmake -S "$root/ctest" -B "$build" -DCMAKE_BUILD_TYPE=Debug \
       -DSKINNYLT_LIB="$lib" -DSKINNYLT_INCLUDE="$include"
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)"
 cd "$build"
-ctest --output-on-failure -LE needs-fix
-
-# Specified behaviour that src/ does not implement yet (see ctest/README.md).
-if ctest -L needs-fix >"$build/needs-fix.log" 2>&1; then
-    echo "needs-fix: every test passes now; remove the label from CMakeLists.txt"
-else
-    echo "needs-fix: tests of behaviour not implemented yet (expected to fail until it is):"
-    sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (\(.*\))$/  \1: \2/p' "$build/needs-fix.log"
-    echo "  (details: cd $build && ctest -L needs-fix --output-on-failure)"
-    [ "${SKINNYLT_CTEST_NEEDS_FIX:-}" != strict ] || exit 1
-fi
+ctest --output-on-failure
 
 # The same fixtures under ASan + UBSan.
 if [ "${SKINNYLT_CTEST_SANITIZE:-1}" != 0 ]; then

@@ -37,6 +37,8 @@ pub struct Process {
     enabled: AtomicBool,
     /// Decided on first need: finding the real library opens it.
     mode: OnceLock<Mode>,
+    /// Held by the thread deciding the mode.
+    deciding: std::sync::Mutex<()>,
     pub shadow: Shadow,
     pub engines: Engines,
     pub stats: Stats,
@@ -102,6 +104,11 @@ impl Mode {
 
 static PROCESS: OnceLock<Process> = OnceLock::new();
 
+/// How long a call waits for another thread to finish loading the real library:
+/// far beyond any real load, short enough that a load which waits for a thread
+/// that calls hipBLASLt ends instead of deadlocking.
+const DECIDE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The process state, made on first use.
 #[inline]
 pub fn get() -> &'static Process {
@@ -122,6 +129,7 @@ impl Process {
         for problem in &config.problems {
             crate::log::config_error(format_args!("{problem}"));
         }
+        crate::tuning::check_configured(&config);
         let recorder = config.record.as_deref().and_then(|path| {
             Recorder::open(path).map_err(|e| crate::log::config_error(format_args!("SKINNYLT_RECORD: cannot open {e}; nothing is recorded"))).ok()
         });
@@ -131,6 +139,7 @@ impl Process {
             enabled: AtomicBool::new(!config.disabled),
             config,
             mode: OnceLock::new(),
+            deciding: std::sync::Mutex::new(()),
             shadow: Shadow::new(),
             engines: Engines::default(),
             stats: Stats::new(),
@@ -139,7 +148,8 @@ impl Process {
 
     /// The mode, decided on the first call that needs it. `None` only for a call
     /// made from inside that decision (a real library's initialiser calling a
-    /// hipBLASLt function while it is being loaded), which cannot be served yet.
+    /// hipBLASLt function while it is being loaded), which cannot be served yet, or
+    /// one that waited `DECIDE_WAIT` for another thread's decision.
     #[inline]
     pub fn mode(&'static self) -> Option<&'static Mode> {
         match self.mode.get() {
@@ -153,12 +163,31 @@ impl Process {
         if DECIDING.with(Cell::get) {
             return None;
         }
-        Some(self.mode.get_or_init(|| {
-            DECIDING.with(|d| d.set(true));
-            let found = if self.config.standalone { None } else { crate::real::find(self.config.real_lib.as_deref()) };
-            DECIDING.with(|d| d.set(false));
-            found.map_or(Mode::Standalone, |lib| Mode::Interposed(Box::new(Real::new(lib))))
-        }))
+        // Not `OnceLock::get_or_init`: a thread that the real library's initialiser
+        // starts and joins while the mode is decided would wait for it forever. Other
+        // threads wait at most `DECIDE_WAIT`, then get no context for that call.
+        let since = std::time::Instant::now();
+        loop {
+            if let Some(m) = self.mode.get() {
+                return Some(m);
+            }
+            match self.deciding.try_lock() {
+                Ok(_decider) => {
+                    if self.mode.get().is_none() {
+                        DECIDING.with(|d| d.set(true));
+                        let found = if self.config.standalone { None } else { crate::real::find(self.config.real_lib.as_deref()) };
+                        DECIDING.with(|d| d.set(false));
+                        let _ = self.mode.set(found.map_or(Mode::Standalone, |lib| Mode::Interposed(Box::new(Real::new(lib)))));
+                    }
+                    return self.mode.get();
+                }
+                Err(_) if since.elapsed() > DECIDE_WAIT => {
+                    crate::log_error!("waited {} s for another thread loading the real hipBLASLt; this call fails with NOT_INITIALIZED", DECIDE_WAIT.as_secs());
+                    return None;
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        }
     }
 
     /// The real library, when the mode is interposed.

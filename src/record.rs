@@ -98,10 +98,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Opens (appends to) `path`; `%i` in it becomes the process id.
+    /// Opens (appends to) `path`; `%i` in it becomes the process id. A FIFO nobody
+    /// reads is refused at once rather than blocking the first call.
     pub fn open(path: &str) -> Result<Recorder, String> {
         let path = path.replace("%i", &std::process::id().to_string());
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| format!("{path}: {e}"))?;
+        let file = crate::log::open_nonblocking(&path, true).map_err(|e| format!("{path}: {e}"))?;
         Ok(Recorder { state: Mutex::new((HashSet::new(), file)) })
     }
 

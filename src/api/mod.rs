@@ -16,7 +16,7 @@ mod matmul;
 mod objects;
 
 pub use matmul::{HeuristicArgs, MatmulArgs, Scalar, algo_get_heuristic, matmul};
-pub use objects::{Bytes, BytesMut, Desc, Layout, Pref, create_desc, create_layout, create_pref, destroy_object, get_attribute, set_attribute};
+pub use objects::{ATTRIBUTE_BYTES, Bytes, BytesMut, Desc, Layout, Pref, create_desc, create_layout, create_pref, destroy_object, get_attribute, set_attribute};
 
 use std::ffi::c_char;
 

@@ -11,8 +11,12 @@ use crate::abi::*;
 use crate::real::RealFns;
 use crate::shadow::{self, DescState, LayoutState, Owner, PrefState, Tables};
 
+/// The widest attribute value skinnylt reads or writes (every one is at most a
+/// 64-bit number or pointer): all of a caller's buffer it ever touches.
+pub const ATTRIBUTE_BYTES: usize = 8;
+
 /// A caller's `(const void* buf, size_t size)` pair: the bytes when `buf` is not
-/// null (`size` of them), and the size as passed.
+/// null (the first `min(size, ATTRIBUTE_BYTES)`), and the size as passed.
 #[derive(Clone, Copy, Debug)]
 pub struct Bytes<'a> {
     pub data: Option<&'a [u8]>,

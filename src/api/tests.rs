@@ -390,3 +390,24 @@ fn standalone_statuses_agree_across_entry_points() {
     }
     desc_destroy(d as usize);
 }
+
+/// hipBLASLt reads an attribute's own size, so a caller may pass a larger size
+/// than its buffer, up to `SIZE_MAX`: only the field is read or written (debug
+/// builds check the slices the C face makes).
+#[test]
+fn oversized_attribute_sizes_touch_only_the_field() {
+    let d = plain_desc();
+    let op: i32 = OP_T;
+    // SAFETY: `op` is a live 4-byte value; the API reads only the 4-byte field.
+    let st = unsafe { lt::hipblasLtMatmulDescSetAttribute(d as MatmulDesc, desc_attr::TRANSA, (&op as *const i32).cast(), usize::MAX) };
+    if cx().real().is_none() {
+        assert_eq!(st, STATUS_SUCCESS);
+        let mut back = [0xEEu8; 8];
+        let mut written = 0;
+        // SAFETY: `back` holds 8 bytes; the API writes only the 4-byte field.
+        let st = unsafe { lt::hipblasLtMatmulDescGetAttribute(d as MatmulDesc, desc_attr::TRANSA, back.as_mut_ptr().cast(), usize::MAX, &mut written) };
+        assert_eq!((st, written), (STATUS_SUCCESS, 4));
+        assert_eq!(back, [OP_T as u8, 0, 0, 0, 0xEE, 0xEE, 0xEE, 0xEE]);
+    }
+    desc_destroy(d);
+}

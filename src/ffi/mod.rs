@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::abi::{STATUS_INTERNAL_ERROR, Status};
-use crate::api::{Bytes, BytesMut};
+use crate::api::{ATTRIBUTE_BYTES, Bytes, BytesMut};
 
 /// Runs `f`, turning a panic into `HIPBLAS_STATUS_INTERNAL_ERROR`: unwinding out of
 /// an `extern "C"` function would abort the host application.
@@ -50,22 +50,26 @@ unsafe fn input<'a, T>(p: *const T) -> Option<&'a T> {
     unsafe { p.as_ref() }
 }
 
-/// A `(const void* buf, size_t size)` pair.
+/// A `(const void* buf, size_t size)` pair. The slice covers only the bytes an
+/// attribute value can have ([`ATTRIBUTE_BYTES`]): hipBLASLt reads the field's
+/// size, so callers may pass a size larger than their buffer (even `SIZE_MAX`),
+/// and a slice of that size would not describe memory at all.
 ///
 /// # Safety
-/// `buf` is null or valid for reads of `size` bytes for the call.
+/// `buf` is null or valid for reads of `min(size, ATTRIBUTE_BYTES)` bytes.
 #[inline]
 unsafe fn bytes<'a>(buf: *const c_void, size: usize) -> Bytes<'a> {
     // SAFETY: the caller's contract.
-    Bytes { data: (!buf.is_null()).then(|| unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) }), size }
+    Bytes { data: (!buf.is_null()).then(|| unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size.min(ATTRIBUTE_BYTES)) }), size }
 }
 
-/// A `(void* buf, size_t size)` output pair.
+/// A `(void* buf, size_t size)` output pair, covering at most [`ATTRIBUTE_BYTES`]
+/// (see [`bytes`]).
 ///
 /// # Safety
-/// `buf` is null or valid for reads and writes of `size` bytes for the call.
+/// `buf` is null or valid for reads and writes of `min(size, ATTRIBUTE_BYTES)` bytes.
 #[inline]
 unsafe fn bytes_mut<'a>(buf: *mut c_void, size: usize) -> BytesMut<'a> {
     // SAFETY: the caller's contract.
-    BytesMut { data: (!buf.is_null()).then(|| unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }), size }
+    BytesMut { data: (!buf.is_null()).then(|| unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size.min(ATTRIBUTE_BYTES)) }), size }
 }

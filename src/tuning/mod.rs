@@ -208,6 +208,28 @@ pub fn read_table(path: &std::path::Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
+/// Why `SKINNYLT_TUNING_FILE` cannot be used, checked when the process starts (a
+/// table is otherwise read only when a device loads, which a machine without a
+/// GPU never does). The same words as a load's report, so it is said once.
+pub fn check_named_file(path: &str) -> Result<(), String> {
+    let text = read_table(std::path::Path::new(path))?.ok_or_else(|| "no such file".to_owned())?;
+    serde_json::from_str::<TuningFile>(&text).map(drop).map_err(|e| e.to_string())
+}
+
+/// The report for a table file that is not used.
+fn report_unused(what: &str, e: &str) {
+    crate::log::config_error(format_args!("{what} is not used ({e}); the next table in the search order is"));
+}
+
+/// Reports `SKINNYLT_TUNING_FILE` if it cannot be used (`check_named_file`).
+pub fn check_configured(cfg: &Config) {
+    if let Some(f) = &cfg.tuning_file
+        && let Err(e) = check_named_file(f)
+    {
+        report_unused(&format!("SKINNYLT_TUNING_FILE={f:?}"), &e);
+    }
+}
+
 /// `SKINNYLT_TUNING_DIR`, then the installed data directory.
 fn search_dirs(cfg: &Config) -> impl Iterator<Item = std::path::PathBuf> + use<> {
     let dir = cfg.tuning_dir.as_ref().map(std::path::PathBuf::from);
@@ -267,7 +289,7 @@ impl Tuning {
             };
             match parsed {
                 Ok(t) => return Some(t),
-                Err(e) => crate::log::config_error(format_args!("{what} is not used ({e}); the next table in the search order is")),
+                Err(e) => report_unused(&what, &e),
             }
         }
         Tuning::parse(arch, embedded, &format!("embedded {name}")).ok()
