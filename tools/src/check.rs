@@ -86,6 +86,7 @@ const SWEEP_SPLITS: [u32; 4] = [1, 2, 3, 5];
 
 const GRAPH_TEST: &str = "graph capture + 1000 replays (split-K)";
 const STREAMS_TEST: &str = "two streams on one handle (split-K)";
+const CAPTURE_CREATE_TEST: &str = "handle create, first call, destroy on a thread while another captures (global mode)";
 const CHAIN_TEST: &str = "dependent chain (RAW/WAR on X, RAW on W; PDL overlap)";
 
 struct Suite<'a> {
@@ -150,6 +151,7 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     s.graph_replay(&split_shapes)?;
     s.two_streams(&split_shapes[0], &split_shapes[2])?;
     s.per_thread_stream(&split_shapes[1])?;
+    s.capture_safe_creation(&split_shapes[0], &split_shapes[1], dev.ctx)?;
     s.dependent_chain()?;
     s.finish(a)
 }
@@ -524,6 +526,75 @@ impl<'a> Suite<'a> {
             }
         });
         self.record(format!("per-thread default stream (no lane) M={} N={} K={}", c.m, c.n, c.k), res);
+        Ok(())
+    }
+
+    /// hipBLASLt's create allocates and synchronises, which ends a graph capture
+    /// running on another thread in global mode (the runtimes' default). Here one
+    /// thread captures `captured` on a stream (non-blocking, then blocking) while
+    /// another creates a handle, runs its first call (`other`) and destroys it, in
+    /// global mode: the capture must end cleanly, its replay equal the eager run
+    /// bit for bit, and the other thread's result be correct.
+    fn capture_safe_creation(&mut self, captured: &Case, other: &Case, ctx: skinnylt::gpu::Context) -> Result<(), String> {
+        let cu = self.cu;
+        let i = self.inputs(captured)?;
+        let stream = cu.stream_create()?;
+        let eager = self.eager_runs(CAPTURE_CREATE_TEST, &[(captured, &i)], &[stream], true)?;
+        cu.stream_destroy(stream);
+        let res = (|| -> Result<String, String> {
+            for blocking in [false, true] {
+                let o = self.inputs(other)?;
+                self.poison(other, &o)?;
+                let s = if blocking { cu.stream_create_blocking()? } else { cu.stream_create()? };
+                let s2 = cu.stream_create()?;
+                let (s_addr, s2_addr) = (s as usize, s2 as usize);
+                cu.begin_capture_global(s)?;
+                self.launch(captured, &i, s)?;
+                let (dw, dx, dy) = (o.dev.dw.1, o.dev.dx.1, o.dev.dy.1);
+                let (dtype, m, n, k, ldw, ldy) = (other.dtype, other.m as u64, other.n as u64, other.k as u64, other.ldw as u64, other.ldy as u64);
+                let bias = other.bias.then_some(o.dev.db.1);
+                let during = std::thread::scope(|scope| {
+                    scope
+                        .spawn(move || -> Result<(), String> {
+                            cu.make_current(ctx)?;
+                            let h = Handle::new()?;
+                            let l = Linear::new(dtype, m, n, k, ldw, k, ldy, bias)?;
+                            let st = l.run(&h, 1.0, dw, dx, dy, 0, 0, s2_addr as *mut c_void);
+                            if st != skinnylt::abi::STATUS_SUCCESS {
+                                return Err(format!("first call on the new handle returned {}", skinnylt::abi::status_name(st)));
+                            }
+                            // The test's own wait, out of the rules under test.
+                            skinnylt::gpu::capture_relaxed(cu.rt, || cu.sync(s2_addr as *mut c_void))?;
+                            drop(h);
+                            Ok(())
+                        })
+                        .join()
+                        .map_err(|_| "the creating thread panicked".to_owned())?
+                });
+                let ended = cu.end_capture(s_addr as *mut c_void);
+                during?;
+                let exec = ended.map_err(|e| format!("the capture did not survive (stream {}): {e}", if blocking { "blocking" } else { "non-blocking" }))?;
+                for _ in 0..10 {
+                    cu.graph_launch(exec, s)?;
+                }
+                cu.sync(s)?;
+                cu.graph_destroy(exec);
+                let (got, mine) = (self.read(captured, &i)?, self.read(other, &o)?);
+                self.poison(captured, &i)?;
+                cu.stream_destroy(s);
+                cu.stream_destroy(s2);
+                if got != eager[0] {
+                    return Err("the replay differs from the eager run".into());
+                }
+                match reference::rel_error(other.dtype, other.m, other.n, &mine, other.ldy, &o.reference(other)) {
+                    Some(e) if e <= reference::tolerance(other.dtype) => {}
+                    Some(e) => return Err(format!("the new handle's call: relative error {e:.3e}")),
+                    None => return Err("the new handle's call did not write its output".into()),
+                }
+            }
+            Ok("capture intact on non-blocking and blocking streams; replays bitwise equal; the new handle's result correct".into())
+        })();
+        self.record(CAPTURE_CREATE_TEST.into(), res);
         Ok(())
     }
 

@@ -69,11 +69,37 @@ impl Linear {
         Ok(l)
     }
 
+    /// The first result of `hipblasLtMatmulAlgoGetHeuristic`, as AMD's sample
+    /// clients and PyTorch ask for it.
+    pub fn heuristic(&self, h: &Handle) -> Result<MatmulAlgo, String> {
+        let mut pref: MatmulPreference = std::ptr::null_mut();
+        let mut result = [HeuristicResult::default(); 1];
+        let mut returned = 0;
+        // SAFETY: out-parameters are locals; `result` holds the one result asked for;
+        // the preference is destroyed before returning.
+        unsafe {
+            ok(lt::hipblasLtMatmulPreferenceCreate(&mut pref), "PreferenceCreate")?;
+            let st = lt::hipblasLtMatmulAlgoGetHeuristic(h.0, self.desc, self.a, self.b, self.d, self.d, pref, 1, result.as_mut_ptr(), &mut returned);
+            lt::hipblasLtMatmulPreferenceDestroy(pref);
+            ok(st, "MatmulAlgoGetHeuristic")?;
+        }
+        if returned < 1 {
+            return Err("the heuristic returned no algo".into());
+        }
+        Ok(result[0].algo)
+    }
+
     /// `hipblasLtMatmul` with alpha (host), beta = 0, C = D, no algo.
     // The arguments of hipblasLtMatmul that vary per call.
     // The stream is an opaque runtime handle, passed through and never dereferenced.
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn run(&self, h: &Handle, alpha: f32, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Status {
+        self.run_algo(h, None, alpha, w, x, y, ws, ws_size, stream)
+    }
+
+    /// `run` with the caller's algo.
+    #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
+    pub fn run_algo(&self, h: &Handle, algo: Option<&MatmulAlgo>, alpha: f32, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Status {
         let beta = 0f32;
         // SAFETY: this set's descriptors, host scalars that live through the call,
         // device pointers the caller allocated, and the caller's stream.
@@ -91,7 +117,7 @@ impl Linear {
                 self.d,
                 y as *mut c_void,
                 self.d,
-                std::ptr::null(),
+                algo.map_or(std::ptr::null(), |a| a as *const MatmulAlgo),
                 ws as *mut c_void,
                 ws_size,
                 stream,

@@ -129,7 +129,10 @@ fn on_gpu(cu: &Gpu, a: &Args, dtype: DType) -> Result<(), String> {
     let h = Handle::new()?;
     let l = Linear::new(dtype, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, a.bias.then_some(db))?;
     process::get().stats.reset();
-    let s = l.run(&h, 1.0, dw, dx, dy, 0, 0, std::ptr::null_mut());
+    // As AMD's sample clients and PyTorch do: the heuristic's first algo, then the call.
+    let algo = l.heuristic(&h)?;
+    println!("hipblasLtMatmulAlgoGetHeuristic: first algo is {}", if algo.is_own() { "skinnylt's (solution index -1)" } else { "the real library's" });
+    let s = l.run_algo(&h, Some(&algo), 1.0, dw, dx, dy, 0, 0, std::ptr::null_mut());
     cu.device_sync()?;
     println!("hipblasLtMatmul returned {} — {}", skinnylt::abi::status_name(s), crate::counters());
     if let Ok((name, plan)) = explain_on(dev.arch, &route_problem(a, dtype)) {
