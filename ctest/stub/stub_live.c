@@ -319,29 +319,6 @@ EXPORT hipblasStatus_t hipblasLtMatrixLayoutDestroy(const hipblasLtMatrixLayout_
     return destroy(__func__, matLayout, K_LAYOUT);
 }
 
-EXPORT hipblasStatus_t hipblasLtMatrixLayoutSetAttribute(hipblasLtMatrixLayout_t matLayout,
-                                                         hipblasLtMatrixLayoutAttribute_t attr,
-                                                         const void *buf, size_t sizeInBytes) {
-    COUNT(hipblasLtMatrixLayoutSetAttribute);
-    struct object *o = acquire(__func__, "layout", matLayout, K_LAYOUT);
-    if (!o) return STUB_LIVE_DEAD_STATUS;
-    hipblasStatus_t s = set_attr(o, STUB_LAYOUT, attr, buf, sizeInBytes);
-    unlock();
-    return s;
-}
-
-EXPORT hipblasStatus_t hipblasLtMatrixLayoutGetAttribute(hipblasLtMatrixLayout_t matLayout,
-                                                         hipblasLtMatrixLayoutAttribute_t attr,
-                                                         void *buf, size_t sizeInBytes,
-                                                         size_t *sizeWritten) {
-    COUNT(hipblasLtMatrixLayoutGetAttribute);
-    struct object *o = acquire(__func__, "layout", matLayout, K_LAYOUT);
-    if (!o) return STUB_LIVE_DEAD_STATUS;
-    hipblasStatus_t s = get_attr(o, STUB_LAYOUT, attr, buf, sizeInBytes, sizeWritten);
-    unlock();
-    return s;
-}
-
 EXPORT hipblasStatus_t hipblasLtMatmulDescCreate(hipblasLtMatmulDesc_t *matmulDesc,
                                                  hipblasComputeType_t computeType,
                                                  hipDataType scaleType) {
@@ -356,29 +333,6 @@ EXPORT hipblasStatus_t hipblasLtMatmulDescDestroy(const hipblasLtMatmulDesc_t ma
     return destroy(__func__, matmulDesc, K_DESC);
 }
 
-EXPORT hipblasStatus_t hipblasLtMatmulDescSetAttribute(hipblasLtMatmulDesc_t matmulDesc,
-                                                       hipblasLtMatmulDescAttributes_t attr,
-                                                       const void *buf, size_t sizeInBytes) {
-    COUNT(hipblasLtMatmulDescSetAttribute);
-    struct object *o = acquire(__func__, "matmul desc", matmulDesc, K_DESC);
-    if (!o) return STUB_LIVE_DEAD_STATUS;
-    hipblasStatus_t s = set_attr(o, STUB_DESC, attr, buf, sizeInBytes);
-    unlock();
-    return s;
-}
-
-EXPORT hipblasStatus_t hipblasLtMatmulDescGetAttribute(hipblasLtMatmulDesc_t matmulDesc,
-                                                       hipblasLtMatmulDescAttributes_t attr,
-                                                       void *buf, size_t sizeInBytes,
-                                                       size_t *sizeWritten) {
-    COUNT(hipblasLtMatmulDescGetAttribute);
-    struct object *o = acquire(__func__, "matmul desc", matmulDesc, K_DESC);
-    if (!o) return STUB_LIVE_DEAD_STATUS;
-    hipblasStatus_t s = get_attr(o, STUB_DESC, attr, buf, sizeInBytes, sizeWritten);
-    unlock();
-    return s;
-}
-
 EXPORT hipblasStatus_t hipblasLtMatmulPreferenceCreate(hipblasLtMatmulPreference_t *pref) {
     COUNT(hipblasLtMatmulPreferenceCreate);
     return create(pref, K_PREF);
@@ -389,27 +343,31 @@ EXPORT hipblasStatus_t hipblasLtMatmulPreferenceDestroy(const hipblasLtMatmulPre
     return destroy(__func__, pref, K_PREF);
 }
 
-EXPORT hipblasStatus_t hipblasLtMatmulPreferenceSetAttribute(
-    hipblasLtMatmulPreference_t pref, hipblasLtMatmulPreferenceAttributes_t attr, const void *buf,
-    size_t sizeInBytes) {
-    COUNT(hipblasLtMatmulPreferenceSetAttribute);
-    struct object *o = acquire(__func__, "preference", pref, K_PREF);
-    if (!o) return STUB_LIVE_DEAD_STATUS;
-    hipblasStatus_t s = set_attr(o, STUB_PREF, attr, buf, sizeInBytes);
-    unlock();
-    return s;
-}
+/* Set/GetAttribute of one object kind: the pointer checked live and of its kind,
+ * then the attribute stored or read under the registry's lock. */
+#define ATTRIBUTE_EXPORTS(Name, Type, AttrType, what, KIND, TABLE)                             \
+    EXPORT hipblasStatus_t hipblasLt##Name##SetAttribute(Type obj, AttrType attr, const void *buf, \
+                                                         size_t sizeInBytes) {                  \
+        COUNT(hipblasLt##Name##SetAttribute);                                                   \
+        struct object *o = acquire(__func__, what, obj, KIND);                                  \
+        if (!o) return STUB_LIVE_DEAD_STATUS;                                                   \
+        hipblasStatus_t s = set_attr(o, TABLE, attr, buf, sizeInBytes);                         \
+        unlock();                                                                               \
+        return s;                                                                               \
+    }                                                                                           \
+    EXPORT hipblasStatus_t hipblasLt##Name##GetAttribute(Type obj, AttrType attr, void *buf,       \
+                                                         size_t sizeInBytes, size_t *sizeWritten) { \
+        COUNT(hipblasLt##Name##GetAttribute);                                                   \
+        struct object *o = acquire(__func__, what, obj, KIND);                                  \
+        if (!o) return STUB_LIVE_DEAD_STATUS;                                                   \
+        hipblasStatus_t s = get_attr(o, TABLE, attr, buf, sizeInBytes, sizeWritten);            \
+        unlock();                                                                               \
+        return s;                                                                               \
+    }
 
-EXPORT hipblasStatus_t hipblasLtMatmulPreferenceGetAttribute(
-    hipblasLtMatmulPreference_t pref, hipblasLtMatmulPreferenceAttributes_t attr, void *buf,
-    size_t sizeInBytes, size_t *sizeWritten) {
-    COUNT(hipblasLtMatmulPreferenceGetAttribute);
-    struct object *o = acquire(__func__, "preference", pref, K_PREF);
-    if (!o) return STUB_LIVE_DEAD_STATUS;
-    hipblasStatus_t s = get_attr(o, STUB_PREF, attr, buf, sizeInBytes, sizeWritten);
-    unlock();
-    return s;
-}
+ATTRIBUTE_EXPORTS(MatrixLayout, hipblasLtMatrixLayout_t, hipblasLtMatrixLayoutAttribute_t, "layout", K_LAYOUT, STUB_LAYOUT)
+ATTRIBUTE_EXPORTS(MatmulDesc, hipblasLtMatmulDesc_t, hipblasLtMatmulDescAttributes_t, "matmul desc", K_DESC, STUB_DESC)
+ATTRIBUTE_EXPORTS(MatmulPreference, hipblasLtMatmulPreference_t, hipblasLtMatmulPreferenceAttributes_t, "preference", K_PREF, STUB_PREF)
 
 /* Checks every descriptor of a heuristic or matmul call (all of them, so each
  * dead one is reported). */
