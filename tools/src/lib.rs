@@ -15,6 +15,7 @@ pub mod kernels;
 pub mod models;
 pub mod progress;
 pub mod reference;
+pub mod stress;
 pub mod tune;
 pub mod vendor;
 

@@ -9,10 +9,12 @@
 //! * `audit` — the static audit of the embedded device code;
 //! * `kernels` — the embedded kernel catalog, or the toolchain that built it;
 //! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs;
-//! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file.
+//! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file;
+//! * `stress` — many threads and streams through the C API for minutes, intercepted
+//!   and forwarded problems checked against float64, exact counters, graph replays.
 
 
-use skinnylt_tools::{audit, bench, check, demo, fit, info, kernels, tune};
+use skinnylt_tools::{audit, bench, check, demo, fit, info, kernels, stress, tune};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -44,6 +46,9 @@ enum Cmd {
     Fit(fit::Args),
     /// Redraw the heatmap and latency curves of a saved `bench --json` file.
     Plot(bench::PlotArgs),
+    /// Many threads and streams through the C API for minutes, interposed on a real
+    /// hipBLASLt (--real-lib) or standalone; then graph replays (needs an NVIDIA GPU).
+    Stress(stress::Args),
 }
 
 fn main() {
@@ -63,6 +68,7 @@ fn main() {
         Cmd::Tune(a) => tune::run(&a),
         Cmd::Plot(a) => bench::plot(&a),
         Cmd::Fit(a) => fit::run(&a),
+        Cmd::Stress(a) => stress::run(&a),
     };
     std::process::exit(code);
 }
