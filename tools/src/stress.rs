@@ -904,6 +904,10 @@ impl<'s> Worker<'s> {
         let expect = if *route != Route::Ours && !sh.interposed { STATUS_NOT_SUPPORTED } else { STATUS_SUCCESS };
         let mut p = Pending { inst, stream: si, kind, status: None, poison_failed: None };
         let use_algo = use_algo && i.algo.is_some();
+        // The real library's algo (its heuristic's, where skinnylt offered none): the
+        // call goes to that library, whatever the problem's route (design §3.1).
+        let caller_algo = Route::Forwarded("caller-algo".to_owned());
+        let route = if use_algo && sh.interposed && i.algo.is_some_and(|a| !a.is_own()) { &caller_algo } else { route };
         let poisoned = sh.dev.poison(i.y.1, s.y_len(), stream);
         if poisoned.is_ok() {
             for _ in 0..reps {
