@@ -282,8 +282,11 @@ impl Drop for Engine {
 #[derive(Default)]
 pub struct Engines {
     devices: Mutex<FxHashMap<i32, Arc<Device>>>,
-    /// `None`: the handle has no GPU engine (no device, or no kernels for it).
-    handles: RwLock<FxHashMap<usize, Option<Arc<Engine>>>>,
+    /// Per handle value: its engine (`None`: no GPU, or no kernels for it) and how
+    /// many live handles have that value. A real library may give one value to
+    /// several live handles (cuBLASLt does); they share one engine until the last
+    /// of them is destroyed.
+    handles: RwLock<FxHashMap<usize, (Option<Arc<Engine>>, u32)>>,
 }
 
 impl Engines {
@@ -301,6 +304,10 @@ impl Engines {
     /// Prepares a new handle (called by `hipblasLtCreate`) on the current device;
     /// never fails the create: a handle without an engine forwards every call.
     pub fn on_create(&self, handle: usize, cfg: &Config) {
+        if let Some((_, live)) = self.handles.write().unwrap_or_else(|e| e.into_inner()).get_mut(&handle) {
+            *live += 1;
+            return;
+        }
         let engine = gpu::runtime().map(|rt| gpu::capture_relaxed(rt, || rt.current_device().and_then(|d| Engine::new(self.device(d, cfg)?, cfg))));
         let engine = match engine {
             None => None,
@@ -310,13 +317,37 @@ impl Engines {
                 None
             }
         };
-        self.handles.write().unwrap_or_else(|e| e.into_inner()).insert(handle, engine);
+        // Another create of the same value may have won meanwhile: it counts, and
+        // this engine goes (out of any capture, as on destroy).
+        let mut map = self.handles.write().unwrap_or_else(|e| e.into_inner());
+        match map.entry(handle) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert((engine, 1));
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                o.get_mut().1 += 1;
+                drop(map);
+                if let Some(rt) = gpu::runtime() {
+                    gpu::capture_relaxed(rt, || drop(engine));
+                }
+            }
+        }
     }
 
     /// Forgets a handle; true when it was known. Its buffers are freed in relaxed
     /// capture mode (`gpu::capture_relaxed`) once no call uses them.
     pub fn on_destroy(&self, handle: usize) -> bool {
-        let engine = self.handles.write().unwrap_or_else(|e| e.into_inner()).remove(&handle);
+        let engine = {
+            let mut map = self.handles.write().unwrap_or_else(|e| e.into_inner());
+            match map.get_mut(&handle) {
+                None => None,
+                Some((_, live)) if *live > 1 => {
+                    *live -= 1;
+                    return true;
+                }
+                Some(_) => map.remove(&handle),
+            }
+        };
         let known = engine.is_some();
         if let Some(rt) = gpu::runtime() {
             gpu::capture_relaxed(rt, || drop(engine));
@@ -333,8 +364,8 @@ impl Engines {
         let map = self.handles.read().unwrap_or_else(|e| e.into_inner());
         match map.get(&handle) {
             None => Err(Error::UnknownHandle),
-            Some(None) => Err(Error::NoGpu),
-            Some(Some(e)) => f(e),
+            Some((None, _)) => Err(Error::NoGpu),
+            Some((Some(e), _)) => f(e),
         }
     }
 
@@ -385,6 +416,19 @@ pub fn device(ordinal: i32) -> Result<Arc<Device>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real library may give one value to several live handles (cuBLASLt
+    /// does): the value stays known until the last of them is destroyed.
+    #[test]
+    fn a_handle_value_given_twice_lives_until_both_are_destroyed() {
+        let e = Engines::default();
+        let cfg = Config::from_lookup(|_| None);
+        e.on_create(0x5100, &cfg);
+        e.on_create(0x5100, &cfg);
+        assert!(e.on_destroy(0x5100) && e.knows(0x5100));
+        assert!(e.on_destroy(0x5100) && !e.knows(0x5100));
+        assert!(!e.on_destroy(0x5100));
+    }
 
     /// Launches without PDL use their own table where the arch has one.
     #[test]
