@@ -278,6 +278,10 @@ impl Drop for Engine {
     }
 }
 
+/// A handle value's engine (`None`: no GPU, or no kernels for it) and how many
+/// live handles have that value.
+type HandleEntry = (Option<Arc<Engine>>, u32);
+
 /// The process's devices and handles (`Process::engines`).
 #[derive(Default)]
 pub struct Engines {
@@ -286,7 +290,7 @@ pub struct Engines {
     /// many live handles have that value. A real library may give one value to
     /// several live handles (cuBLASLt does); they share one engine until the last
     /// of them is destroyed.
-    handles: RwLock<FxHashMap<usize, (Option<Arc<Engine>>, u32)>>,
+    handles: RwLock<FxHashMap<usize, HandleEntry>>,
 }
 
 impl Engines {
