@@ -1101,7 +1101,7 @@ impl<'s> Driver<'s> {
         // The forwards by reason add up to the total: 28 counter snapshots, so
         // checked every 16th program (the per-call counting is checked always).
         static PROGRAMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        if PROGRAMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 16 == 0 {
+        if PROGRAMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed).is_multiple_of(16) {
             let c = counters();
             let by_reason: i64 = skinnylt::route::Reason::ALL.iter().map(|r| forwarded_for(r.name())).sum();
             assert_eq!(by_reason, c.forwarded as i64, "forwards by reason add up to {by_reason}, the counters say {}", c.forwarded);
