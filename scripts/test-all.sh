@@ -18,4 +18,5 @@ bash emu/run.sh
 if [ -x packaging/test-install.sh ] || [ -f packaging/test-install.sh ]; then
   bash packaging/test-install.sh --no-build
 fi
+if [ "${CI:-}" = true ] || [ -n "${SKINNYLT_FUZZ_SMOKE:-}" ]; then bash scripts/fuzz-smoke.sh; fi
 ./target/release/skinnylt demo
