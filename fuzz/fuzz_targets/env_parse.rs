@@ -1,8 +1,9 @@
 //! The environment parser, `Config::from_lookup`, with arbitrary values for every
 //! `SKINNYLT_*` variable `src/config.rs` names (the list is read from it at build
-//! time) and a few it does not. It must never panic, must give the same answer
-//! for the same environment, must ask only for `SKINNYLT_*` variables, and must
-//! keep the documented clamps of the PDL knobs.
+//! time), hipBLASLt's log variables (the bench log, `src/benchlog.rs`) and a few
+//! it does not read. It must never panic, must give the same answer for the same
+//! environment, must ask only for those variables, and must keep the documented
+//! bounds of the PDL knobs.
 #![no_main]
 
 use std::cell::RefCell;
@@ -13,6 +14,9 @@ use skinnylt::config::Config;
 use skinnylt::kernels::params::PDL_LEAD_SHIFT;
 
 include!(concat!(env!("OUT_DIR"), "/env_names.rs"));
+
+/// hipBLASLt's own variables the configuration reads: its bench log's.
+const HIPBLASLT_NAMES: [&str; 3] = ["HIPBLASLT_LOG_LEVEL", "HIPBLASLT_LOG_MASK", "HIPBLASLT_LOG_FILE"];
 
 #[derive(Arbitrary, Debug)]
 enum Name {
@@ -69,7 +73,10 @@ fuzz_target!(
             .iter()
             .map(|(n, v)| {
                 let name = match n {
-                    Name::Known(i) => ENV_NAMES[*i as usize % ENV_NAMES.len()].to_owned(),
+                    Name::Known(i) => {
+                        let i = *i as usize % (ENV_NAMES.len() + HIPBLASLT_NAMES.len());
+                        ENV_NAMES.get(i).copied().unwrap_or_else(|| HIPBLASLT_NAMES[i - ENV_NAMES.len()]).to_owned()
+                    }
                     Name::Other(s) => s.clone(),
                 };
                 (name, v.text())
@@ -77,7 +84,7 @@ fuzz_target!(
             .collect();
         let (c, asked) = parse(&vars);
         for name in &asked {
-            assert!(name.starts_with("SKINNYLT_"), "the configuration read {name:?}");
+            assert!(name.starts_with("SKINNYLT_") || HIPBLASLT_NAMES.contains(&name.as_str()), "the configuration read {name:?}");
         }
         // Pure: the same environment, the same configuration.
         let (again, _) = parse(&vars);

@@ -931,7 +931,9 @@ impl<'s> Driver<'s> {
                 // SAFETY: `p` is NULL or a writable int; the handle is a value.
                 let s = self.call("hipblasLtGetVersion", || unsafe { lt::hipblasLtGetVersion(h as Handle, p) });
                 if self.standalone() {
-                    let want = if h == 0 { STATUS_NOT_INITIALIZED } else if null { STATUS_INVALID_VALUE } else { STATUS_SUCCESS };
+                    // A destroyed or made-up handle is refused, as Matmul refuses it.
+                    let live = self.live_at(Kind::Handle, h).is_some();
+                    let want = if h == 0 { STATUS_NOT_INITIALIZED } else if null || !live { STATUS_INVALID_VALUE } else { STATUS_SUCCESS };
                     self.expect("hipblasLtGetVersion", s, want);
                     assert!(s != STATUS_SUCCESS || v > 0, "hipblasLtGetVersion: version {v}");
                 }
@@ -946,7 +948,8 @@ impl<'s> Driver<'s> {
                     assert!(rev.contains(&0), "hipblasLtGetGitRevision: no NUL terminator");
                 }
                 if self.standalone() {
-                    let want = if h == 0 { STATUS_NOT_INITIALIZED } else if null { STATUS_INVALID_VALUE } else { STATUS_SUCCESS };
+                    let live = self.live_at(Kind::Handle, h).is_some();
+                    let want = if h == 0 { STATUS_NOT_INITIALIZED } else if null || !live { STATUS_INVALID_VALUE } else { STATUS_SUCCESS };
                     self.expect("hipblasLtGetGitRevision", s, want);
                 }
             }
