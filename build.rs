@@ -252,7 +252,7 @@ fn abi_checks() -> String {
     layout("GemmParams", size_of::<GemmParams>(), align_of::<GemmParams>(), GemmParams::FIELDS);
     layout("TensorMap", size_of::<TensorMap>(), align_of::<TensorMap>(), &[]);
     layout("TmaMaps", size_of::<TmaMaps>(), align_of::<TmaMaps>(), TmaMaps::FIELDS);
-    for (c, v) in params::PDL_FLAGS {
+    for (c, v) in params::FLAGS {
         let _ = writeln!(s, "static_assert({c} == {v}, \"{c} differs from src/kernels/params.rs\");");
     }
     s

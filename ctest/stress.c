@@ -7,7 +7,8 @@
  * addresses are reused across threads at once), hipblasLtMatmulAlgoGetHeuristic,
  * hipblasLtMatmul on problems skinnylt would run itself (decode: bf16/fp16 F.linear
  * with M <= 128 tokens, with and without bias) and on problems it must forward
- * (M > SKINNYLT_MAX_M, fp32, beta != 0), and skinnylt_set_enabled toggles. Matmul
+ * (M > SKINNYLT_MAX_M, fp32, beta != 0 with a C that overlaps D two bytes off),
+ * and skinnylt_set_enabled toggles. Matmul
  * and heuristic calls use the thread's own objects, or a handle and problems that
  * all threads share.
  *
@@ -15,7 +16,7 @@
  * src/api/matmul.rs): routing runs first, and a call routing accepts reaches the
  * handle's engine, which has no GPU, so it is forwarded as "no-gpu". The reason
  * is, in route.rs's order: "disabled" while skinnylt_set_enabled(0) holds; else
- * "data-type" for fp32; else "beta" for beta != 0; else "too-many-tokens" for
+ * "data-type" for fp32; else "c-d-overlap" for the overlapping C; else "too-many-tokens" for
  * M > 128; else "no-gpu". Interposed, every forward reaches the real library and
  * returns its status (the live stub: 0); standalone, each is refused with
  * HIPBLAS_STATUS_NOT_SUPPORTED. Either way it counts as forwarded, never as
@@ -96,8 +97,8 @@ static const char *const UNCALLED[] = {
     "hipblasLtMatrixTransform"};
 
 /* Forward reasons a Matmul here can have (skinnylt_forwarded_for names). */
-enum { R_NO_GPU, R_TOO_MANY, R_DATA_TYPE, R_BETA, R_DISABLED, NUM_REASONS };
-static const char *const REASON_NAMES[NUM_REASONS] = {"no-gpu", "too-many-tokens", "data-type", "beta",
+enum { R_NO_GPU, R_TOO_MANY, R_DATA_TYPE, R_OVERLAP, R_DISABLED, NUM_REASONS };
+static const char *const REASON_NAMES[NUM_REASONS] = {"no-gpu", "too-many-tokens", "data-type", "c-d-overlap",
                                                        "disabled"};
 
 /* Problem kinds: the first three are decode GEMMs skinnylt would run itself. */
@@ -211,24 +212,26 @@ static void problem_free(struct worker *w, struct problem *p) {
 }
 
 /* The reason routing must give, in route.rs's order of checks. */
-static int expected_reason(int enabled, int kind, int beta_nonzero) {
+static int expected_reason(int enabled, int kind, int overlap) {
     if (!enabled) return R_DISABLED;
     if (kind == P_FP32) return R_DATA_TYPE;
-    if (beta_nonzero) return R_BETA;
+    if (overlap) return R_OVERLAP;
     if (kind == P_LARGE_M) return R_TOO_MANY;
     return R_NO_GPU;
 }
 
 static void matmul(struct worker *w, hipblasLtHandle_t h, const struct problem *p) {
-    int beta_nonzero = rnd(w) % 8 == 0;
-    const float alpha = 1.0f, beta = beta_nonzero ? 1.0f : 0.0f;
+    /* beta != 0 with C two bytes past D: an overlap skinnylt forwards. */
+    int overlap = rnd(w) % 8 == 0;
+    const float alpha = 1.0f, beta = overlap ? 1.0f : 0.0f;
+    const char *c = (const char *)Y_PTR + (overlap ? 2 : 0);
     /* Read lock: no toggle between reading the state and the call. */
     pthread_rwlock_rdlock(&g_toggle);
     int enabled = skinnylt_is_enabled();
-    int s = CALL(w, hipblasLtMatmul, h, p->desc, &alpha, W_PTR, p->a, X_PTR, p->b, &beta, Y_PTR, p->d, Y_PTR,
-                 p->d, NULL, NULL, 0, NULL);
+    int s = CALL(w, hipblasLtMatmul, h, p->desc, &alpha, W_PTR, p->a, X_PTR, p->b, &beta, c, p->d, Y_PTR, p->d,
+                 NULL, NULL, 0, NULL);
     pthread_rwlock_unlock(&g_toggle);
-    w->t.reasons[expected_reason(enabled, p->kind, beta_nonzero)]++;
+    w->t.reasons[expected_reason(enabled, p->kind, overlap)]++;
     WEXPECT(s, refused_status(), "Matmul status");
 }
 
@@ -519,9 +522,9 @@ int main(int argc, char **argv) {
     }
 
     printf("stress (%s): %d threads, %.1f s (%.1f s warm-up): %ld ops, %ld Matmul (no-gpu %ld, too-many-tokens %ld, "
-           "data-type %ld, beta %ld, disabled %ld), %ld heuristic, %ld problems and %ld handles churned, %ld toggles\n",
+           "data-type %ld, c-d-overlap %ld, disabled %ld), %ld heuristic, %ld problems and %ld handles churned, %ld toggles\n",
            g_interposed ? "interposed" : "standalone", threads, seconds, warm, sum.ops, sum.calls[FN_hipblasLtMatmul],
-           sum.reasons[R_NO_GPU], sum.reasons[R_TOO_MANY], sum.reasons[R_DATA_TYPE], sum.reasons[R_BETA],
+           sum.reasons[R_NO_GPU], sum.reasons[R_TOO_MANY], sum.reasons[R_DATA_TYPE], sum.reasons[R_OVERLAP],
            sum.reasons[R_DISABLED], sum.calls[FN_hipblasLtMatmulAlgoGetHeuristic], sum.churned_problems,
            sum.churned_handles, sum.toggles);
     CHECK(sum.reasons[R_NO_GPU] > 0 && sum.reasons[R_DISABLED] > 0 && sum.toggles > 0,

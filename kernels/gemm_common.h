@@ -33,9 +33,12 @@ SK_DEVICE TileCoord tile_coord(const GemmParams& p) {
   c.m0 = (c.tile % m_tiles) * TILE_M;
   c.split = block_y();
   const int S = p.split_k, nkb = ceil_div(p.k, TILE_K);
-  // nkb < 2^24 and S <= 64: 32-bit products, no 64-bit division.
-  c.kb_begin = (int)((u32)(c.split * nkb) / (u32)S);
-  c.kb_end = (int)((u32)((c.split + 1) * nkb) / (u32)S);
+  // In units of split_unit blocks (the last one may be partial). nkb < 2^24 and
+  // S <= 64: 32-bit products, no 64-bit division.
+  const int g = p.split_unit > 1 ? p.split_unit : 1, units = ceil_div(nkb, g);
+  const int b = g * (int)((u32)(c.split * units) / (u32)S), e = g * (int)((u32)((c.split + 1) * units) / (u32)S);
+  c.kb_begin = b < nkb ? b : nkb;
+  c.kb_end = e < nkb ? e : nkb;
   return c;
 }
 
@@ -267,9 +270,11 @@ struct SplitCombine {
     if (!arrive_last(p.counters + c.tile, (u32)S, tid, lds.flag)) return 0;
     f32x4* const sums = (f32x4*)lds.smem;  // [CHUNKS][E4]
     constexpr int BATCH = 8;
-    for (int idx = tid; idx < CHUNKS * E4; idx += THREADS) {
+    // In order: one chunk, so the sum is the left fold over splits 0..S-1.
+    const int chunks = p.flags & SPLIT_IN_ORDER ? 1 : CHUNKS;
+    for (int idx = tid; idx < chunks * E4; idx += THREADS) {
       const int ch = idx / E4, q = idx % E4;
-      const int s_begin = ch * S / CHUNKS, s_end = (ch + 1) * S / CHUNKS;
+      const int s_begin = ch * S / chunks, s_end = (ch + 1) * S / chunks;
       f32x4 total = {0.f, 0.f, 0.f, 0.f};
       for (int s0 = s_begin; s0 < s_end; s0 += BATCH) {
         f32x4 v[BATCH];
@@ -283,7 +288,7 @@ struct SplitCombine {
       sums[idx] = total;
     }
     barrier();
-    if constexpr (CHUNKS > 1) {
+    if (CHUNKS > 1 && chunks > 1) {
       for (int q = tid; q < E4; q += THREADS) {
         f32x4 total = sums[q];
 #pragma unroll
@@ -316,25 +321,59 @@ struct SplitCombine {
   }
 };
 
+// ---- the epilogue: act(alpha * acc + beta * C + bias), after the combine ----
+
+// tanh with an absolute error below 1e-6 (what GELU's 0.5 x (1 + tanh) needs; a
+// relative error near 0 does not matter there), from the target's fast exp2.
+SK_DEVICE float tanh_abs(float u) {
+  const float a = u < 0.f ? -u : u;
+  const float t = 1.f - 2.f / (fast_exp2(a * 2.8853900817779268f) + 1.f);  // e^(2a) = 2^(2a log2 e)
+  return u < 0.f ? -t : t;
+}
+// hipBLASLt's GELU (its client reference `_gelu`): the tanh form.
+SK_DEVICE float gelu(float x) {
+  return 0.5f * (x * (1.f + tanh_abs(0.7978845608028654f * (x * (1.f + 0.044715f * (x * x))))));
+}
+
+// What the epilogue reads once per thread: alpha and beta (from the device in
+// pointer mode DEVICE, after the PDL wait like every other load), whether C is read.
+struct EpilogueArgs {
+  float alpha, beta;
+  bool read_c;
+};
+SK_DEVICE EpilogueArgs epilogue_args(const GemmParams& p) {
+  EpilogueArgs e;
+  e.alpha = p.alpha_ptr ? *p.alpha_ptr : p.alpha;
+  e.beta = p.beta_ptr ? *p.beta_ptr : p.beta;
+  e.read_c = p.c && e.beta != 0.f;  // beta = 0: C is never read (a NaN there stays out)
+  return e;
+}
+
 // bias[n] as fp32, or 0 without a bias or past N.
 template <typename T>
 SK_DEVICE float bias_at(const GemmParams& p, int n) {
-  return p.bias && n < p.n ? to_f32(T{}, p.bias[n]) : 0.f;
+  if (!p.bias || n >= p.n) return 0.f;
+  return p.flags & EPI_BIAS_F32 ? ((const float*)p.bias)[n] : to_f32(T{}, ((const u16*)p.bias)[n]);
 }
 
-// The epilogue of one output value: alpha, bias (`bias`: bias_at(n), already loaded),
-// convert, masked store.
-template <typename T>
-SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v, float bias) {
-  if (n < p.n && t < p.m) {
-    v *= p.alpha;
-    if (p.bias) v += bias;
-    p.y[(i64)t * p.ldy + n] = from_f32(T{}, v);
-  }
+// One output value from its accumulated total `v`, the bias (already loaded) and C.
+SK_DEVICE float epilogue_value(const GemmParams& p, const EpilogueArgs& e, float v, float bias, float c) {
+  v *= e.alpha;
+  if (e.read_c) v += e.beta * c;
+  if (p.bias) v += bias;
+  if (p.flags & EPI_RELU) v = v > 0.f ? v : 0.f;
+  if (p.flags & EPI_GELU) v = gelu(v);
+  return v;
 }
+
+// The epilogue of one output value: the above, convert, masked store. `bias`:
+// bias_at(n), already loaded.
 template <typename T>
-SK_DEVICE void store_output(const GemmParams& p, int n, int t, float v) {
-  store_output<T>(p, n, t, v, bias_at<T>(p, n));
+SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias) {
+  if (n < p.n && t < p.m) {
+    const float c = e.read_c ? to_f32(T{}, p.c[(i64)t * p.ldc + n]) : 0.f;
+    p.y[(i64)t * p.ldy + n] = from_f32(T{}, epilogue_value(p, e, v, bias, c));
+  }
 }
 
 // The inter-CTA split-K combine and the epilogue of a tile staged in shared memory
@@ -421,31 +460,43 @@ struct StagedTile {
     }
   }
 
-  // Eight outputs of token row t, columns [n, n+8) of the tile: alpha, bias,
-  // convert, one 16-B store where Y and bias allow it, else masked scalar stores.
-  static SK_DEVICE void store_chunk(const GemmParams& p, const TileCoord& c, int ch, f32x4 lo, f32x4 hi) {
+  // Eight outputs of token row t, columns [n, n+8) of the tile through the
+  // epilogue: 16-B loads of C and the bias and one 16-B store where their
+  // alignment allows, else per-output loads and masked scalar stores.
+  static SK_DEVICE void store_chunk(const GemmParams& p, const EpilogueArgs& e, const TileCoord& c, int ch, f32x4 lo,
+                                    f32x4 hi) {
     const int t = c.m0 + ch / (TILE_N / 8), n = c.n0 + ch % (TILE_N / 8) * 8;
     if (t >= p.m || n >= p.n) return;
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias) & 15) == 0;
+    const u64 c_bits = e.read_c ? (u64)p.c | (u64)p.ldc * 2 : 0;
+    const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias | c_bits) & 15) == 0;
     if (!vec) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        if (n + e < p.n) store_output<T>(p, n + e, t, v[e]);
+      for (int j = 0; j < 8; ++j)
+        if (n + j < p.n) store_output<T>(p, e, n + j, t, v[j], bias_at<T>(p, n + j));
       return;
     }
-    u32x4 b = {0, 0, 0, 0};
-    if (p.bias) b = *(const u32x4*)(p.bias + n);
-    const u32 bw[4] = {b.x, b.y, b.z, b.w};
+    float b[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (p.bias && (p.flags & EPI_BIAS_F32)) {
+      const f32x4 b0 = *((const f32x4*)p.bias + n / 4), b1 = *((const f32x4*)p.bias + n / 4 + 1);
+      b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+    } else if (p.bias) {
+      const u32x4 bw = *(const u32x4*)((const u16*)p.bias + n);
+      const u32 w[4] = {bw.x, bw.y, bw.z, bw.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[2 * j] = to_f32(T{}, (u16)(w[j] & 0xffff)), b[2 * j + 1] = to_f32(T{}, (u16)(w[j] >> 16));
+    }
+    u32 cw[4] = {0, 0, 0, 0};
+    if (e.read_c) {
+      const u32x4 cv = *(const u32x4*)(p.c + (i64)t * p.ldc + n);
+      cw[0] = cv.x, cw[1] = cv.y, cw[2] = cv.z, cw[3] = cv.w;
+    }
     u32 out[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float a0 = v[2 * e] * p.alpha, a1 = v[2 * e + 1] * p.alpha;
-      if (p.bias) {
-        a0 += to_f32(T{}, (u16)(bw[e] & 0xffff));
-        a1 += to_f32(T{}, (u16)(bw[e] >> 16));
-      }
-      out[e] = (u32)from_f32(T{}, a0) | (u32)from_f32(T{}, a1) << 16;
+    for (int j = 0; j < 4; ++j) {
+      const float a0 = epilogue_value(p, e, v[2 * j], b[2 * j], to_f32(T{}, (u16)(cw[j] & 0xffff)));
+      const float a1 = epilogue_value(p, e, v[2 * j + 1], b[2 * j + 1], to_f32(T{}, (u16)(cw[j] >> 16)));
+      out[j] = (u32)from_f32(T{}, a0) | (u32)from_f32(T{}, a1) << 16;
     }
     *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
   }
@@ -478,6 +529,7 @@ struct StagedTile {
       store16_remote_async(recv + (slot_of(rank, q) * slice + ch - q_lo) * 32 + (j & 1) * 16, (u32)q, v[j & 1], received);
     }
     mbar_wait_cluster(received, 0);  // our slice from every peer
+    const EpilogueArgs e = epilogue_args(p);
     for (int ch = lo + tid; ch < hi; ch += THREADS) {
       f32x4 a, b;
       sum_in_order(S, [&](int r, int h) {
@@ -485,7 +537,7 @@ struct StagedTile {
                                    : (const f32x4*)(recv + (slot_of(r, rank) * slice + ch - lo) * 32);
         return v[h];
       }, a, b);
-      store_chunk(p, c, ch, a, b);
+      store_chunk(p, e, c, ch, a, b);
     }
   }
 
@@ -496,9 +548,10 @@ struct StagedTile {
                                char* own_recv) {
     const int S = p.split_k;
     if (S <= 1) {
+      const EpilogueArgs e = epilogue_args(p);
       for (int ch = tid; ch < CHUNKS; ch += THREADS) {
         const f32x4* v = (const f32x4*)chunk(smem, ch);
-        store_chunk(p, c, ch, v[0], v[1]);
+        store_chunk(p, e, c, ch, v[0], v[1]);
       }
       return;
     }
@@ -511,11 +564,12 @@ struct StagedTile {
       cluster_sync();  // every rank's stage is written
       const int rank = (int)cluster_rank();
       const int lo = rank * CHUNKS / S, hi = (rank + 1) * CHUNKS / S;
+      const EpilogueArgs e = epilogue_args(p);
       for (int ch = lo + tid; ch < hi; ch += THREADS) {
         const float* v = chunk(smem, ch);
         f32x4 a, b;
         sum_in_order(S, [&](int r, int h) { return cluster_load16(v + 4 * h, (u32)r); }, a, b);
-        store_chunk(p, c, ch, a, b);
+        store_chunk(p, e, c, ch, a, b);
       }
       cluster_sync();  // keep every stage alive until all ranks have read it
       return;
@@ -528,10 +582,11 @@ struct StagedTile {
       store_partial(mine + ch * 8 + 4, v[1]);
     }
     if (!arrive_last(p.counters + c.tile, (u32)S, tid, flag)) return;
+    const EpilogueArgs e = epilogue_args(p);
     for (int ch = tid; ch < CHUNKS; ch += THREADS) {
       f32x4 a, b;
       sum_in_order(S, [&](int s, int h) { return load_partial(slots + (i64)s * SLOT + ch * 8 + 4 * h); }, a, b);
-      store_chunk(p, c, ch, a, b);
+      store_chunk(p, e, c, ch, a, b);
     }
     if (tid == 0) atomic_store_device(p.counters + c.tile, 0u);  // ready for the next launch / replay
   }

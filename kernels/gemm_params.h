@@ -25,19 +25,26 @@ typedef struct GemmParams {
   const uint16_t* w;     // W(n, k) at w[n * ldw + k]
   const uint16_t* x;     // X(t, k) at x[t * ldx + k]
   uint16_t* y;           // Y(t, n) at y[t * ldy + n]
-  const uint16_t* bias;  // bias[n], or null
+  const void* bias;      // bias[n] in T (fp32 with EPI_BIAS_F32), or null
+  const uint16_t* c;     // C(t, n) at c[t * ldc + n], times beta; null when beta = 0; may be y
+  const float* alpha_ptr;  // device alpha / beta (pointer mode DEVICE), or null: the
+  const float* beta_ptr;   // host values below
   float* partials;       // split-K slots: [tiles][SPLIT_K][TILE_M * TILE_N] fp32
   uint32_t* counters;    // arrivals per tile; 0 between launches
   const void* zeros;     // >= 16 zero bytes (source for masked copies on AMD)
-  int64_t ldw, ldx, ldy;
+  int64_t ldw, ldx, ldy, ldc;
   int32_t m, n, k;
-  float alpha;
+  float alpha, beta;
   int32_t split_k;
   // Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
   // PDL_PREFETCH_X) each CTA prefetches into L2 before waiting on the previous
   // kernel (0: none), and PDL_* flags.
   int32_t prefetch_row_bytes;
   int32_t pdl_flags;
+  int32_t flags;  // EPI_* and SPLIT_IN_ORDER
+  // K is split between a tile's CTAs in units of this many K blocks (1 = a block;
+  // batch-invariant plans: the same k for every kernel).
+  int32_t split_unit;
 } GemmParams;
 
 // Bits of GemmParams::pdl_flags. PDL_TRIGGER: let the PDL successor launch
@@ -46,6 +53,13 @@ typedef struct GemmParams {
 // rather than our streaming. Without it, the successor may launch only as our CTAs
 // exit (the implicit trigger). PDL_PREFETCH_X: prefetch the activations too.
 enum { PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8 };
+
+// Bits of GemmParams::flags. After the split-K combine every output is
+// act(alpha * acc + beta * C + bias), hipBLASLt's order; act is ReLU (EPI_RELU),
+// GELU in hipBLASLt's tanh form (EPI_GELU) or none. EPI_BIAS_F32: the bias is fp32.
+// SPLIT_IN_ORDER: the global split-K combine adds the partials strictly in split
+// order (batch-invariant mode: the bits then do not depend on the tile).
+enum { EPI_RELU = 1, EPI_GELU = 2, EPI_BIAS_F32 = 4, SPLIT_IN_ORDER = 8 };
 
 // A tensor map for the tensor memory accelerator (CUtensorMap, sm_90): 128 opaque
 // bytes the driver encodes (cuTensorMapEncodeTiled), passed by value.

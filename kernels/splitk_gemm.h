@@ -259,11 +259,13 @@ struct SplitK {
   }
 
   // The epilogue of the quads this thread stores (bit q of `owned`), at weight rows
-  // from n_wave and tokens from m0 + t_wave (in Y): alpha, bias, convert, masked store. The
-  // lane's bias values go to `bias` first, every load in flight at once (a bias load
-  // per output, under the store's conditions, waited out one latency each).
+  // from n_wave and tokens from m0 + t_wave (in Y): alpha, beta C, bias, activation,
+  // convert, masked store. The lane's bias values go to `bias` first, every load in
+  // flight at once (a bias load per output, under the store's conditions, waited out
+  // one latency each).
   static SK_DEVICE void store_outputs(const GemmParams& p, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
                                       u32 owned, int lane, int n_wave, int m0, int t_wave) {
+    const EpilogueArgs e = epilogue_args(p);
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
@@ -282,8 +284,8 @@ struct SplitK {
           if (!(owned >> (ra * TA + ta) & 1)) continue;
           int row, tok;
           Atom::out_coord(lane, r, row, tok);
-          store_output<T>(p, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r],
-                          bias[ra][r]);
+          store_output<T>(p, e, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok,
+                          acc[ra * TA + ta][r], bias[ra][r]);
         }
   }
 

@@ -14,3 +14,5 @@ set -o pipefail
 # Every kernel the fallback picks (empty tuning table), then the shipped table.
 "$BIN" check --tuning fallback --out "$OUT/check.jsonl" "$@" 2>&1 | tee "$OUT/check.txt"
 "$BIN" check --tuning shipped --out "$OUT/check-shipped.jsonl" "$@" 2>&1 | tee "$OUT/check-shipped.txt"
+# Which kernels round alike (the classes batch-invariant plans keep to).
+"$BIN" check --summation-classes --out "$OUT/classes.jsonl" 2>&1 | tee "$OUT/classes.txt"

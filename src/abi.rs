@@ -94,12 +94,21 @@ pub mod desc_attr {
     }
 }
 
-/// `hipblasLtEpilogue_t` values we run ourselves.
+/// `hipblasLtEpilogue_t` values we run ourselves (the same in every version).
 pub const EPILOGUE_DEFAULT: u32 = 1;
+pub const EPILOGUE_RELU: u32 = 2;
 pub const EPILOGUE_BIAS: u32 = 4;
+pub const EPILOGUE_RELU_BIAS: u32 = 6;
+pub const EPILOGUE_GELU: u32 = 32;
+pub const EPILOGUE_GELU_BIAS: u32 = 36;
 
-/// `hipblasLtPointerMode_t`: HOST is 0 in every version.
+/// `hipblasLtPointerMode_t`: HOST is 0 in every version; 1 is DEVICE (alpha and
+/// beta are device scalars) from hipBLASLt 0.7 (ROCm 6.1) on, but
+/// ALPHA_DEVICE_VECTOR_BETA_HOST in 0.6 (ROCm 6.0).
 pub const POINTER_MODE_HOST: i32 = 0;
+pub const POINTER_MODE_DEVICE: i32 = 1;
+/// The first `hipblasLtGetVersion` (0.7.0) where 1 means DEVICE.
+pub const POINTER_MODE_DEVICE_SINCE: i32 = 700;
 
 /// `hipblasLtMatrixLayoutAttribute_t`.
 pub mod layout_attr {

@@ -107,7 +107,13 @@ pub fn line(call: &Call<'_>) -> String {
     let k = if desc.trans_a() == OP_N { a.cols } else { a.rows };
     let op = |t: i32| if t == OP_T { "T" } else { "N" };
     let ty = |t: i32| type_name(t).map_or(String::new(), |n| format!("{n} "));
-    let bias = desc.epilogue() == abi::EPILOGUE_BIAS;
+    let epilogue = desc.epilogue();
+    let bias = matches!(epilogue, abi::EPILOGUE_BIAS | abi::EPILOGUE_RELU_BIAS | abi::EPILOGUE_GELU_BIAS);
+    let activation = match epilogue {
+        abi::EPILOGUE_RELU | abi::EPILOGUE_RELU_BIAS => "relu",
+        abi::EPILOGUE_GELU | abi::EPILOGUE_GELU_BIAS => "gelu",
+        _ => "none",
+    };
     // The bias is D's type unless BIAS_DATA_TYPE says otherwise; without a bias
     // hipBLASLt's problem still carries an fp32 bias tensor.
     let bias_type = match desc.bias_type() {
@@ -133,7 +139,7 @@ pub fn line(call: &Call<'_>) -> String {
         Algo::Index(i) => format!("--algo_method index --solution_index {i} "),
         Algo::Heuristic => "--algo_method heuristic ".to_owned(),
     };
-    s += "--activation_type none --any_stride --rotating 0 --cold_iters 0 --iters 0 ";
+    s += &format!("--activation_type {activation} --any_stride --rotating 0 --cold_iters 0 --iters 0 ");
     s
 }
 
@@ -238,6 +244,26 @@ mod tests {
             line(&call),
             "hipblaslt-bench --api_method c -m 1024 -n 8 -k 4096 --lda 4096 --ldb 4096 --ldc 1024 --ldd 1024  --stride_a 0 --stride_b 0 --stride_c 0 --stride_d 0  --alpha 0.500000 --beta 0.000000 --transA T --transB N --batch_count 1 --scaleA 0 --scaleB 0 --bias_vector --bias_source d --a_type bf16_r --b_type bf16_r --c_type bf16_r --d_type bf16_r --scale_type f32_r --bias_type bf16_r   --compute_type f32_r --algo_method heuristic --activation_type none --any_stride --rotating 0 --cold_iters 0 --iters 0 "
         );
+    }
+
+    /// `gemm_and_bias` with GELU_BIAS and an fp32 bias, and a plain RELU with beta = 1:
+    /// the activation, the bias flags and types, and beta as the call passed them.
+    #[test]
+    fn activations_and_bias_types() {
+        let mut desc = DescState::new(abi::COMPUTE_32F, abi::R_32F);
+        desc.attrs.insert(abi::desc_attr::TRANSA, OP_T as u64);
+        desc.attrs.insert(abi::desc_attr::EPILOGUE, abi::EPILOGUE_GELU_BIAS as u64);
+        desc.attrs.insert(abi::desc_attr::BIAS_DATA_TYPE, abi::R_32F as u64);
+        let a = layout(abi::R_16BF, 4096, 1024, 4096);
+        let b = layout(abi::R_16BF, 4096, 8, 4096);
+        let d = layout(abi::R_16BF, 1024, 8, 1024);
+        let call = Call { desc: &desc, a: &a, b: &b, c: &d, d: &d, alpha: 1.0, beta: 0.0, algo: Algo::Heuristic };
+        let l = line(&call);
+        assert!(l.contains(" --bias_vector --bias_source d --a_type") && l.contains("--bias_type f32_r ") && l.contains("--activation_type gelu "), "{l}");
+        let mut relu = desc.clone();
+        relu.attrs.insert(abi::desc_attr::EPILOGUE, abi::EPILOGUE_RELU as u64);
+        let l = line(&Call { desc: &relu, beta: 1.0, ..call });
+        assert!(!l.contains("--bias_vector") && l.contains("--beta 1.000000") && l.contains("--activation_type relu "), "{l}");
     }
 
     /// The mask is read as hipBLASLt reads it, and any log level turns it off.

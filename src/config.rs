@@ -12,6 +12,7 @@
 //! | `SKINNYLT_STANDALONE=1` | never look for a real hipBLASLt |
 //! | `SKINNYLT_RECORD=path` | write each distinct GEMM the application calls, once, as a JSON line (`%i` = pid) |
 //! | `SKINNYLT_WORKSPACE_MB=n` | size of each handle's own split-K partials buffer (default 32, 1 to 65536) |
+//! | `SKINNYLT_BATCH_INVARIANT=1` | every output row bitwise independent of the batch it is in (as hipBLASLt's `UNIFORM_SUMMATION_ORDER_EXT` asks per descriptor) |
 //!
 //! A value that cannot be used is reported on stderr (once, whatever the log level)
 //! and in `skinnylt info`, with what was used instead; nothing fails.
@@ -45,6 +46,9 @@ pub struct Config {
     pub pdl_flags: i32,
     /// `SKINNYLT_RECORD`: where to write each distinct call (`crate::record`).
     pub record: Option<String>,
+    /// `SKINNYLT_BATCH_INVARIANT`: plan every call as a descriptor with
+    /// `UNIFORM_SUMMATION_ORDER_EXT` set (see `route::Problem::batch_invariant`).
+    pub batch_invariant: bool,
     /// `SKINNYLT_ALGO=any`: run what skinnylt can whatever algo the caller passes;
     /// by default a real library's algo is forwarded with the call, untouched.
     pub any_algo: bool,
@@ -91,6 +95,7 @@ impl Config {
             pdl_prefetch_row_bytes: env.number("SKINNYLT_PDL_PREFETCH", 0..=1 << 20, DEFAULT_PDL_PREFETCH_ROW_BYTES as u64) as i32,
             record: env.value("SKINNYLT_RECORD"),
             any_algo: env.algo(),
+            batch_invariant: env.flag("SKINNYLT_BATCH_INVARIANT", false),
             bench_log: crate::benchlog::sink_from(&get),
             pdl_flags: 0,
             problems: Vec::new(),
@@ -299,8 +304,8 @@ mod tests {
         /// Whatever the environment holds, parsing never panics and every number
         /// it keeps is within its documented range.
         #[test]
-        fn any_environment_parses_within_bounds(values in proptest::collection::vec(proptest::option::of(".{0,24}"), 13)) {
-            const NAMES: [&str; 13] = ["SKINNYLT_ALGO", "SKINNYLT_DISABLE", "SKINNYLT_LOG", "SKINNYLT_MAX_M", "SKINNYLT_TUNING_FILE", "SKINNYLT_REAL_LIB", "SKINNYLT_STANDALONE", "SKINNYLT_WORKSPACE_MB", "SKINNYLT_PDL", "SKINNYLT_PDL_PREFETCH", "SKINNYLT_PDL_TRIGGER", "SKINNYLT_PDL_LEAD", "SKINNYLT_PDL_PREFETCH_X"];
+        fn any_environment_parses_within_bounds(values in proptest::collection::vec(proptest::option::of(".{0,24}"), 14)) {
+            const NAMES: [&str; 14] = ["SKINNYLT_ALGO", "SKINNYLT_BATCH_INVARIANT", "SKINNYLT_DISABLE", "SKINNYLT_LOG", "SKINNYLT_MAX_M", "SKINNYLT_TUNING_FILE", "SKINNYLT_REAL_LIB", "SKINNYLT_STANDALONE", "SKINNYLT_WORKSPACE_MB", "SKINNYLT_PDL", "SKINNYLT_PDL_PREFETCH", "SKINNYLT_PDL_TRIGGER", "SKINNYLT_PDL_LEAD", "SKINNYLT_PDL_PREFETCH_X"];
             let c = Config::from_lookup(|k| NAMES.iter().position(|n| *n == k).and_then(|i| values[i].clone()));
             proptest::prop_assert!(c.max_m <= MAX_M_LIMIT);
             proptest::prop_assert!(c.workspace_bytes >= 1 << 20 && c.workspace_bytes as u64 <= MAX_WORKSPACE_MB << 20);

@@ -47,7 +47,7 @@ const EMPTY: Slot = Slot {
     key: Key { desc: 0, a: 0, b: 0, c: 0, d: 0 },
     // The generation starts at 1, so an empty slot never matches.
     generation: 0,
-    policy: Policy { enabled: false, max_m: 0, version: None },
+    policy: Policy { enabled: false, max_m: 0, version: None, batch_invariant: false },
     memo: Memo { template: Template::Reject(Reason::Disabled), host_f32: false },
 };
 
@@ -108,7 +108,7 @@ pub fn hits() -> u64 {
 mod tests {
     use super::*;
 
-    const POLICY: Policy = Policy { enabled: true, max_m: 128, version: Some(100200) };
+    const POLICY: Policy = Policy { enabled: true, max_m: 128, version: Some(100200), batch_invariant: false };
 
     fn key(base: usize) -> Key {
         Key { desc: base, a: base + 0x100, b: base + 0x200, c: base + 0x300, d: base + 0x300 }

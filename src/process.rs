@@ -208,6 +208,6 @@ impl Process {
     /// What routing may assume about the process, in `mode`.
     #[inline]
     pub fn policy(&self, mode: &Mode) -> Policy {
-        Policy { enabled: self.enabled(), max_m: self.config.max_m, version: mode.abi_version() }
+        Policy { enabled: self.enabled(), max_m: self.config.max_m, version: mode.abi_version(), batch_invariant: self.config.batch_invariant }
     }
 }

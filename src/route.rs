@@ -7,6 +7,7 @@
 //! stops working.
 
 use crate::abi::{self, desc_attr, layout_attr};
+use crate::kernels::params::{EPI_BIAS_F32, EPI_GELU, EPI_RELU};
 use crate::shadow::{DescState, LayoutState};
 
 /// Why a call was forwarded. The discriminant indexes the per-process counters.
@@ -34,7 +35,6 @@ pub enum Reason {
     EmptyProblem,
     TooManyTokens,
     Alignment,
-    Beta,
     NoGpu,
     ArchUnsupported,
     TunedForward,
@@ -42,6 +42,8 @@ pub enum Reason {
     LaunchFailed,
     /// The caller passed an algo the real library produced (`SKINNYLT_ALGO`).
     CallerAlgo,
+    /// C and D overlap other than as one matrix (C = D with one layout).
+    Overlap,
 }
 
 impl Reason {
@@ -67,13 +69,13 @@ impl Reason {
         Reason::EmptyProblem,
         Reason::TooManyTokens,
         Reason::Alignment,
-        Reason::Beta,
         Reason::NoGpu,
         Reason::ArchUnsupported,
         Reason::TunedForward,
         Reason::PlannerForward,
         Reason::LaunchFailed,
         Reason::CallerAlgo,
+        Reason::Overlap,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,13 +101,13 @@ impl Reason {
             Reason::EmptyProblem => "empty-problem",
             Reason::TooManyTokens => "too-many-tokens",
             Reason::Alignment => "alignment",
-            Reason::Beta => "beta",
             Reason::NoGpu => "no-gpu",
             Reason::ArchUnsupported => "arch-unsupported",
             Reason::TunedForward => "tuned-forward",
             Reason::PlannerForward => "planner-forward",
             Reason::LaunchFailed => "launch-failed",
             Reason::CallerAlgo => "caller-algo",
+            Reason::Overlap => "c-d-overlap",
         }
     }
 }
@@ -130,8 +132,9 @@ pub enum Form {
     Gemv,
 }
 
-/// The decode GEMM in the user's terms: `Y[M,N] = alpha · X[M,K] · W[N,K]ᵀ (+ bias[N])`,
-/// with W(n,k) at `w + 2(n·ldw + k)`, X(t,k) at `x + 2(t·ldx + k)`, Y(t,n) at `y + 2(t·ldy + n)`.
+/// The decode GEMM in the user's terms: `Y[M,N] = act(alpha · X[M,K] · W[N,K]ᵀ + beta · C[M,N]
+/// + bias[N])`, with W(n,k) at `w + 2(n·ldw + k)`, X(t,k) at `x + 2(t·ldx + k)`, Y(t,n) at
+/// `y + 2(t·ldy + n)`, C(t,n) at `c + 2(t·ldc + n)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Problem {
     pub dtype: DType,
@@ -149,6 +152,20 @@ pub struct Problem {
     /// Bias pointer, 0 when none.
     pub bias: u64,
     pub alpha: f32,
+    /// C, read when beta != 0 (0: not read; in pointer mode DEVICE the kernel
+    /// decides from the device beta). May equal `y` (same layout).
+    pub c: u64,
+    pub ldc: u64,
+    pub beta: f32,
+    /// Device alpha and beta (pointer mode DEVICE), read by the kernel; 0 in host mode.
+    pub alpha_ptr: u64,
+    pub beta_ptr: u64,
+    /// The activation and the bias type, as the kernels' `EPI_*` bits.
+    pub epilogue: i32,
+    /// Every output row's bits must not depend on M or on the row's place in the
+    /// batch (`UNIFORM_SUMMATION_ORDER_EXT`, or `SKINNYLT_BATCH_INVARIANT`): the
+    /// plan fixes one summation order per (dtype, N, K) for every M.
+    pub batch_invariant: bool,
 }
 
 impl Problem {
@@ -157,7 +174,28 @@ impl Problem {
     /// for a launch.
     pub fn packed(dtype: DType, m: u32, n: u32, k: u32, bias: bool) -> Problem {
         let bias = if bias { 0x100 } else { 0 };
-        Problem { dtype, form: Form::Linear, m, n, k, w: 0, ldw: k as u64, x: 0, ldx: k as u64, y: 0, ldy: n as u64, bias, alpha: 1.0 }
+        Problem {
+            dtype,
+            form: Form::Linear,
+            m,
+            n,
+            k,
+            w: 0,
+            ldw: k as u64,
+            x: 0,
+            ldx: k as u64,
+            y: 0,
+            ldy: n as u64,
+            bias,
+            alpha: 1.0,
+            c: 0,
+            ldc: n as u64,
+            beta: 0.0,
+            alpha_ptr: 0,
+            beta_ptr: 0,
+            epilogue: 0,
+            batch_invariant: false,
+        }
     }
 
     pub fn has_bias(&self) -> bool {
@@ -173,6 +211,8 @@ pub struct Policy {
     /// `hipblasLtGetVersion` of the real library (or of our own ABI in standalone
     /// mode); `None` while unknown.
     pub version: Option<i32>,
+    /// `SKINNYLT_BATCH_INVARIANT`: every problem is batch-invariant.
+    pub batch_invariant: bool,
 }
 
 /// The pointer arguments of `hipblasLtMatmul`, as integers (never dereferenced here).
@@ -193,10 +233,17 @@ pub struct Call<'a> {
     pub c: Option<&'a LayoutState>,
     pub d: Option<&'a LayoutState>,
     pub ptrs: Pointers,
-    /// `*alpha` / `*beta` as host floats; `None` when the pointer was null (the
-    /// caller only reads them in host pointer mode).
-    pub alpha: Option<f32>,
-    pub beta: Option<f32>,
+    pub scalars: Scalars,
+}
+
+/// alpha and beta as the call passed them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalars {
+    /// `*alpha` / `*beta` as host floats; `None` when the pointer was null.
+    Host(Option<f32>, Option<f32>),
+    /// The pointers themselves (pointer mode DEVICE: fp32 device scalars, never
+    /// read on the host).
+    Device(u64, u64),
 }
 
 /// hipBLASLt version ranges where attributes 102/103 mean different things.
@@ -252,8 +299,8 @@ fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Resu
                 Some(ver) if versioned_102_is_act_arg(ver) => {}
                 _ => return Err(Reason::VersionDependent),
             },
-            // Stream-K is a scheduling hint of theirs; uniform summation order asks
-            // for determinism, which every skinnylt kernel has.
+            // Stream-K is a scheduling hint of theirs; uniform summation order is
+            // read by name (batch invariance).
             STREAMK_TILE_SCHEDULING_EXT | UNIFORM_SUMMATION_ORDER_EXT => {}
             _ => return Err(Reason::UnknownAttribute),
         }
@@ -303,7 +350,7 @@ pub const MAX_ELEMENT_OFFSET: u64 = 1 << 46;
 /// The routing decision: one pass over everything the call passed.
 pub fn route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
     let t = prepare(call.desc, call.a, call.b, call.c, call.d, policy);
-    finish(&t, call.ptrs, call.alpha, call.beta)
+    finish(&t, call.ptrs, call.scalars)
 }
 
 /// The problem as far as descriptor state and policy fix it; pointers and scalars
@@ -318,7 +365,13 @@ pub struct Shape {
     pub ldw: u64,
     pub ldx: u64,
     pub ldy: u64,
+    pub ldc: u64,
     pub bias: u64,
+    /// The activation and the bias type (`EPI_*` bits).
+    pub epilogue: i32,
+    /// alpha and beta are device pointers (pointer mode DEVICE).
+    pub device_scalars: bool,
+    pub batch_invariant: bool,
     /// W is the A operand (`Linear`), else B and X is A (`Gemv`).
     pub w_is_a: bool,
     /// The part of the alignment rules that does not depend on the pointers.
@@ -357,11 +410,11 @@ pub fn prepare(
     let (Some(desc), Some(a), Some(b), Some(c), Some(d)) = (desc, a, b, c, d) else {
         return Template::Reject(Reason::UnknownDescriptor);
     };
-    let (dtype, bias) = match types_and_epilogue(desc, a, b, c, d, policy) {
+    let epi = match types_and_epilogue(desc, a, b, c, d, policy) {
         Ok(v) => v,
         Err(r) => return Template::RejectAfterOutputs(r),
     };
-    match shape(desc, a, b, c, d, dtype, bias, policy) {
+    match shape(desc, a, b, c, d, epi, policy) {
         Ok(s) => Template::Accept(s),
         Err(r) => Template::RejectAfterScalars(r),
     }
@@ -375,7 +428,7 @@ fn types_and_epilogue(
     c: &LayoutState,
     d: &LayoutState,
     policy: &Policy,
-) -> Result<(DType, u64), Reason> {
+) -> Result<Epilogue, Reason> {
     // Types: A = B = C = D, bf16 or f16; fp32 compute and scale.
     let dtype = dtype_from_hip(a.dtype).ok_or(Reason::DataType)?;
     if b.dtype != a.dtype || c.dtype != a.dtype || d.dtype != a.dtype {
@@ -394,24 +447,56 @@ fn types_and_epilogue(
             return Err(Reason::Dimensions);
         }
     }
-    if desc.pointer_mode() != abi::POINTER_MODE_HOST {
-        return Err(Reason::PointerMode);
-    }
-    let bias = match desc.epilogue() {
-        abi::EPILOGUE_DEFAULT => 0,
-        abi::EPILOGUE_BIAS => {
-            let t = desc.bias_type();
-            if t != abi::DATATYPE_INVALID && t != d.dtype {
-                return Err(Reason::BiasType);
-            }
-            if desc.bias_pointer() == 0 {
-                return Err(Reason::NullArgument);
-            }
-            desc.bias_pointer()
-        }
+    let device_scalars = match desc.pointer_mode() {
+        abi::POINTER_MODE_HOST => false,
+        abi::POINTER_MODE_DEVICE => match policy.version {
+            Some(v) if v >= abi::POINTER_MODE_DEVICE_SINCE => true,
+            Some(_) => return Err(Reason::PointerMode), // 0.6: a per-row alpha vector
+            None => return Err(Reason::VersionDependent),
+        },
+        _ => return Err(Reason::PointerMode),
+    };
+    let (with_bias, act) = match desc.epilogue() {
+        abi::EPILOGUE_DEFAULT => (false, 0),
+        abi::EPILOGUE_BIAS => (true, 0),
+        abi::EPILOGUE_RELU => (false, EPI_RELU),
+        abi::EPILOGUE_RELU_BIAS => (true, EPI_RELU),
+        abi::EPILOGUE_GELU => (false, EPI_GELU),
+        abi::EPILOGUE_GELU_BIAS => (true, EPI_GELU),
         _ => return Err(Reason::Epilogue),
     };
-    Ok((dtype, bias))
+    // hipBLASLt >= 7.1 takes activation arguments in 102/103; we run the plain
+    // activations only.
+    if act != 0 && policy.version.is_some_and(versioned_102_is_act_arg) {
+        let set = |attr| desc.attrs.get(&attr).is_some_and(|&v| v as u32 != 0);
+        if set(desc_attr::VERSIONED_102) || set(desc_attr::VERSIONED_103) {
+            return Err(Reason::Epilogue);
+        }
+    }
+    let mut epilogue = act;
+    let bias = if with_bias {
+        match desc.bias_type() {
+            t if t == abi::DATATYPE_INVALID || t == d.dtype => {}
+            abi::R_32F => epilogue |= EPI_BIAS_F32,
+            _ => return Err(Reason::BiasType),
+        }
+        if desc.bias_pointer() == 0 {
+            return Err(Reason::NullArgument);
+        }
+        desc.bias_pointer()
+    } else {
+        0
+    };
+    Ok(Epilogue { dtype, bias, epilogue, device_scalars })
+}
+
+/// What [`types_and_epilogue`] accepted.
+#[derive(Clone, Copy)]
+struct Epilogue {
+    dtype: DType,
+    bias: u64,
+    epilogue: i32,
+    device_scalars: bool,
 }
 
 /// Checks after alpha/beta: the form, the dimensions, and the state part of the
@@ -423,10 +508,11 @@ fn shape(
     b: &LayoutState,
     c: &LayoutState,
     d: &LayoutState,
-    dtype: DType,
-    bias: u64,
+    epi: Epilogue,
     policy: &Policy,
 ) -> Result<Shape, Reason> {
+    let Epilogue { dtype, bias, epilogue, device_scalars } = epi;
+    let batch_invariant = policy.batch_invariant || desc.attrs.get(&desc_attr::UNIFORM_SUMMATION_ORDER_EXT).is_some_and(|&v| v as u32 != 0);
     // C (unused with beta = 0) must still describe the same m×n matrix as D.
     if c.rows != d.rows || c.cols != d.cols {
         return Err(Reason::Dimensions);
@@ -447,7 +533,11 @@ fn shape(
             ldw: a.ld as u64,
             ldx: b.ld as u64,
             ldy: d.ld as u64,
+            ldc: c.ld as u64,
             bias,
+            epilogue,
+            device_scalars,
+            batch_invariant,
             w_is_a: true,
             misaligned: false,
             too_many_tokens: false,
@@ -464,8 +554,8 @@ fn shape(
         if b.rows != k || d.rows != 1 || d.cols != n {
             return Err(Reason::Dimensions);
         }
-        // x and y must be contiguous vectors.
-        if a.ld != 1 || d.ld != 1 {
+        // x, y and c must be contiguous vectors.
+        if a.ld != 1 || d.ld != 1 || c.ld != 1 {
             return Err(Reason::Alignment);
         }
         let s = Shape {
@@ -477,7 +567,11 @@ fn shape(
             ldw: b.ld as u64,
             ldx: k,
             ldy: n,
+            ldc: n,
             bias,
+            epilogue,
+            device_scalars,
+            batch_invariant,
             w_is_a: false,
             misaligned: false,
             too_many_tokens: false,
@@ -494,14 +588,15 @@ fn shape(
         return Err(Reason::Dimensions);
     }
     // 16-byte loads along K; the pointer half of these rules is in `finish`.
-    let misaligned = !s.k.is_multiple_of(8) || !s.ldw.is_multiple_of(8) || (s.m > 1 && !s.ldx.is_multiple_of(8)) || !s.bias.is_multiple_of(2);
+    let bias_align = if s.epilogue & EPI_BIAS_F32 != 0 { 4 } else { 2 };
+    let misaligned = !s.k.is_multiple_of(8) || !s.ldw.is_multiple_of(8) || (s.m > 1 && !s.ldx.is_multiple_of(8)) || !s.bias.is_multiple_of(bias_align);
     Ok(Shape { misaligned, too_many_tokens: s.m as u64 > policy.max_m, ..s })
 }
 
 /// The call half of [`route`]: the pointer and scalar checks, interleaved with the
 /// template's verdict in `route`'s order.
 #[inline]
-pub fn finish(t: &Template, p: Pointers, alpha: Option<f32>, beta: Option<f32>) -> Result<Problem, Reason> {
+pub fn finish(t: &Template, p: Pointers, scalars: Scalars) -> Result<Problem, Reason> {
     if let Template::Reject(r) = *t {
         return Err(r);
     }
@@ -511,22 +606,33 @@ pub fn finish(t: &Template, p: Pointers, alpha: Option<f32>, beta: Option<f32>) 
     if let Template::RejectAfterOutputs(r) = *t {
         return Err(r);
     }
-    let (Some(alpha), Some(beta)) = (alpha, beta) else {
-        return Err(Reason::NullArgument);
+    let (alpha, beta, alpha_ptr, beta_ptr) = match scalars {
+        Scalars::Host(Some(alpha), Some(beta)) => (alpha, beta, 0, 0),
+        Scalars::Device(a, b) if a != 0 && b != 0 => (1.0, 0.0, a, b),
+        _ => return Err(Reason::NullArgument),
     };
-    if beta != 0.0 {
-        return Err(Reason::Beta);
-    }
     let s = match *t {
         Template::Accept(s) => s,
         Template::RejectAfterScalars(r) | Template::Reject(r) | Template::RejectAfterOutputs(r) => return Err(r),
     };
+    // The descriptor's pointer mode decides how alpha and beta are passed.
+    if s.device_scalars != matches!(scalars, Scalars::Device(..)) {
+        return Err(Reason::PointerMode);
+    }
     let (w, x) = if s.w_is_a { (p.a, p.b) } else { (p.b, p.a) };
     if w == 0 || x == 0 {
         return Err(Reason::NullArgument);
     }
     if s.misaligned || !w.is_multiple_of(16) || !x.is_multiple_of(16) || !p.d.is_multiple_of(2) {
         return Err(Reason::Alignment);
+    }
+    // C is read unless beta is known to be 0 (host mode); device scalars are fp32.
+    let c = if beta_ptr != 0 || beta != 0.0 { p.c } else { 0 };
+    if !c.is_multiple_of(2) || !alpha_ptr.is_multiple_of(4) || !beta_ptr.is_multiple_of(4) {
+        return Err(Reason::Alignment);
+    }
+    if c != 0 && overlap(c, s.ldc, p.d, s.ldy, s.m as u64, s.n as u64) {
+        return Err(Reason::Overlap);
     }
     if s.too_many_tokens {
         return Err(Reason::TooManyTokens);
@@ -545,7 +651,28 @@ pub fn finish(t: &Template, p: Pointers, alpha: Option<f32>, beta: Option<f32>) 
         ldy: s.ldy,
         bias: s.bias,
         alpha,
+        c,
+        ldc: s.ldc,
+        beta,
+        alpha_ptr,
+        beta_ptr,
+        epilogue: s.epilogue,
+        batch_invariant: s.batch_invariant,
     })
+}
+
+/// Whether C (at `c`, rows of `ldc`) and Y (at `y`, rows of `ldy`), both `m` token
+/// rows of `n` elements, share memory other than as one matrix (`c == y`, one
+/// leading dimension: each output reads its own C value, then writes it). Byte
+/// ranges of the spans; a partial overlap could let a thread read a C value another
+/// thread has already overwritten.
+fn overlap(c: u64, ldc: u64, y: u64, ldy: u64, m: u64, n: u64) -> bool {
+    if c == y && ldc == ldy {
+        return false;
+    }
+    // Both spans were bounded by `valid_ld` (< 2^47 bytes): no overflow.
+    let end = |p: u64, ld: u64| p + 2 * ((m - 1) * ld + n);
+    c < end(y, ldy) && y < end(c, ldc)
 }
 
 /// Largest K the kernels take (32-bit block and split arithmetic, with margin).
@@ -557,7 +684,7 @@ mod tests {
     use crate::shadow::RawAttrs;
     use proptest::prelude::*;
 
-    const POLICY: Policy = Policy { enabled: true, max_m: 128, version: Some(100202) };
+    const POLICY: Policy = Policy { enabled: true, max_m: 128, version: Some(100202), batch_invariant: false };
     const W: u64 = 0x7000_0000;
     const X: u64 = 0x7100_0000;
     const Y: u64 = 0x7200_0000;
@@ -568,9 +695,10 @@ mod tests {
         desc: DescState,
         a: LayoutState,
         b: LayoutState,
+        /// C's own layout, when it has one (else D's).
+        c: Option<LayoutState>,
         d: LayoutState,
-        alpha: Option<f32>,
-        beta: Option<f32>,
+        scalars: Scalars,
         ptrs: Pointers,
     }
 
@@ -586,9 +714,9 @@ mod tests {
             desc,
             a: LayoutState::new(dtype, k, n, k as i64),
             b: LayoutState::new(dtype, k, m, k as i64),
+            c: None,
             d: LayoutState::new(dtype, n, m, n as i64),
-            alpha: Some(1.0),
-            beta: Some(0.0),
+            scalars: Scalars::Host(Some(1.0), Some(0.0)),
             ptrs: Pointers { a: W, b: X, c: Y, d: Y },
         }
     }
@@ -602,11 +730,10 @@ mod tests {
                 desc: Some(&self.desc),
                 a: Some(&self.a),
                 b: Some(&self.b),
-                c: Some(&self.d),
+                c: Some(self.c.as_ref().unwrap_or(&self.d)),
                 d: Some(&self.d),
                 ptrs: self.ptrs,
-                alpha: self.alpha,
-                beta: self.beta,
+                scalars: self.scalars,
             };
             route(&call, p)
         }
@@ -639,8 +766,7 @@ mod tests {
             c: Some(&d),
             d: Some(&d),
             ptrs: Pointers { a: X, b: W, c: Y, d: Y },
-            alpha: Some(2.0),
-            beta: Some(0.0),
+            scalars: Scalars::Host(Some(2.0), Some(0.0)),
         };
         let p = route(&call, &POLICY).unwrap();
         assert_eq!((p.form, p.m, p.n, p.k), (Form::Gemv, 1, 11008, 4096));
@@ -699,11 +825,18 @@ mod tests {
             (Box::new(|l| { l.b.attrs.insert(layout_attr::BATCH_COUNT, 2); }), Reason::Batch),
             (Box::new(|l| { l.b.attrs.insert(layout_attr::BATCH_MODE, 1); }), Reason::Batch),
             (Box::new(|l| { l.d.attrs.insert(layout_attr::OFFSET, 8); }), Reason::Batch),
-            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 2); }), Reason::Epilogue),
-            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 36); }), Reason::Epilogue),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 160); }), Reason::Epilogue), // GELU_AUX
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 192); }), Reason::Epilogue), // DGELU
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 256); }), Reason::Epilogue), // BGRADA
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 36); }), Reason::NullArgument),
             (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 4); }), Reason::NullArgument),
-            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 4); l.desc.attrs.insert(desc_attr::BIAS_POINTER, BIAS); l.desc.attrs.insert(desc_attr::BIAS_DATA_TYPE, abi::R_32F as u64); }), Reason::BiasType),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 4); l.desc.attrs.insert(desc_attr::BIAS_POINTER, BIAS); l.desc.attrs.insert(desc_attr::BIAS_DATA_TYPE, abi::R_16F as u64); }), Reason::BiasType),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 6); l.desc.attrs.insert(desc_attr::BIAS_POINTER, BIAS + 2); l.desc.attrs.insert(desc_attr::BIAS_DATA_TYPE, abi::R_32F as u64); }), Reason::Alignment),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::EPILOGUE, 2); l.desc.attrs.insert(desc_attr::VERSIONED_102, 1.5f32.to_bits() as u64); }), Reason::Epilogue),
             (Box::new(|l| { l.desc.attrs.insert(desc_attr::POINTER_MODE, 1); }), Reason::PointerMode),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::POINTER_MODE, 4); }), Reason::PointerMode),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::POINTER_MODE, 1); l.scalars = Scalars::Device(0x100, 0); }), Reason::NullArgument),
+            (Box::new(|l| { l.desc.attrs.insert(desc_attr::POINTER_MODE, 1); l.scalars = Scalars::Device(0x100, 0x102); }), Reason::Alignment),
             (Box::new(|l| { l.desc.attrs.insert(desc_attr::A_SCALE_POINTER, 0x10); }), Reason::ScaleOrAux),
             (Box::new(|l| { l.desc.attrs.insert(desc_attr::D_SCALE_POINTER, 0x10); }), Reason::ScaleOrAux),
             (Box::new(|l| { l.desc.attrs.insert(desc_attr::AMAX_D_POINTER, 0x10); }), Reason::ScaleOrAux),
@@ -714,9 +847,12 @@ mod tests {
             (Box::new(|l| { l.desc.attrs.insert(desc_attr::SM_COUNT_TARGET, 64); }), Reason::UnknownAttribute),
             (Box::new(|l| { l.desc.attrs.insert(77, 1); }), Reason::UnknownAttribute),
             (Box::new(|l| { l.a.attrs.insert(99, 1); }), Reason::UnknownAttribute),
-            (Box::new(|l| l.beta = Some(1.0)), Reason::Beta),
-            (Box::new(|l| l.beta = None), Reason::NullArgument),
-            (Box::new(|l| l.alpha = None), Reason::NullArgument),
+            (Box::new(|l| l.scalars = Scalars::Host(Some(1.0), None)), Reason::NullArgument),
+            (Box::new(|l| l.scalars = Scalars::Host(None, Some(0.0))), Reason::NullArgument),
+            (Box::new(|l| l.scalars = Scalars::Device(0x100, 0x104)), Reason::PointerMode),
+            (Box::new(|l| { l.scalars = Scalars::Host(Some(1.0), Some(1.0)); l.ptrs.c = Y + 3; }), Reason::Alignment),
+            (Box::new(|l| { l.scalars = Scalars::Host(Some(1.0), Some(1.0)); l.ptrs.c = Y + 2; }), Reason::Overlap),
+            (Box::new(|l| { l.scalars = Scalars::Host(Some(1.0), Some(1.0)); l.c = Some(LayoutState::new(abi::R_16BF, 1024, 8, 1032)); }), Reason::Overlap),
             (Box::new(|l| l.ptrs.d = 0), Reason::NullArgument),
             (Box::new(|l| l.ptrs.c = 0), Reason::NullArgument),
             (Box::new(|l| l.ptrs.a = 0), Reason::NullArgument),
@@ -753,8 +889,22 @@ mod tests {
         type Mutation = fn(&mut Linear);
         let null_d: Mutation = |l| l.ptrs.d = 0;
         let f32_a: Mutation = |l| l.a.dtype = abi::R_32F;
-        let beta_one: Mutation = |l| l.beta = Some(1.0);
-        let alpha_null: Mutation = |l| l.alpha = None;
+        let beta_one: Mutation = |l| {
+            if let Scalars::Host(a, _) = l.scalars {
+                l.scalars = Scalars::Host(a, Some(1.0));
+            }
+        };
+        let alpha_null: Mutation = |l| {
+            if let Scalars::Host(_, b) = l.scalars {
+                l.scalars = Scalars::Host(None, b);
+            }
+        };
+        let overlap: Mutation = |l| {
+            l.ptrs.c = Y + 2;
+            if let Scalars::Host(a, _) = l.scalars {
+                l.scalars = Scalars::Host(a, Some(1.0));
+            }
+        };
         let trans: Mutation = |l| {
             l.desc.attrs.insert(desc_attr::TRANSA, abi::OP_N as u64);
         };
@@ -781,7 +931,9 @@ mod tests {
             (&[batch, pointer_mode], Reason::Batch),
             (&[pointer_mode, beta_one], Reason::PointerMode),
             (&[alpha_null, beta_one, trans], Reason::NullArgument),
-            (&[beta_one, trans], Reason::Beta),
+            (&[overlap, trans], Reason::Transpose),
+            (&[overlap, misaligned_w, many_tokens], Reason::Alignment),
+            (&[overlap, many_tokens], Reason::Overlap),
             (&[trans, empty, null_w], Reason::Transpose),
             (&[empty, null_w], Reason::EmptyProblem),
             (&[null_w, misaligned_x, many_tokens], Reason::NullArgument),
@@ -796,12 +948,80 @@ mod tests {
             assert_eq!(l.route(), Err(*want), "case {i}");
             // The memo's split: the state half, then the call half, agrees.
             let t = prepare(Some(&l.desc), Some(&l.a), Some(&l.b), Some(&l.d), Some(&l.d), &POLICY);
-            assert_eq!(finish(&t, l.ptrs, l.alpha, l.beta), Err(*want), "case {i} (template)");
+            assert_eq!(finish(&t, l.ptrs, l.scalars), Err(*want), "case {i} (template)");
         }
         let off = Policy { enabled: false, ..POLICY };
         let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
         null_d(&mut l);
         assert_eq!(l.route_with(&off), Err(Reason::Disabled));
+    }
+
+    /// `addmm` (beta · C, C = D or apart), `gemm_and_bias` (RELU_BIAS, GELU_BIAS),
+    /// the plain activations, an fp32 bias and device alpha/beta run on skinnylt,
+    /// with exactly what the kernels need in the problem.
+    #[test]
+    fn epilogues_and_scalars_pytorch_uses_are_ours() {
+        // beta = 1 into D itself: C is read from D.
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+        l.scalars = Scalars::Host(Some(1.0), Some(1.0));
+        let p = l.route().unwrap();
+        assert_eq!((p.c, p.ldc, p.beta, p.epilogue), (Y, 1024, 1.0, 0));
+        // beta = 0: C is not read, whatever it points at.
+        l.scalars = Scalars::Host(Some(1.0), Some(0.0));
+        l.ptrs.c = Y + 2;
+        assert_eq!(l.route().unwrap().c, 0);
+        // A C apart from D, with its own leading dimension.
+        l.scalars = Scalars::Host(Some(0.5), Some(-2.0));
+        l.ptrs.c = 0x7400_0000;
+        l.c = Some(LayoutState::new(abi::R_16BF, 1024, 8, 1040));
+        let p = l.route().unwrap();
+        assert_eq!((p.c, p.ldc, p.alpha, p.beta), (0x7400_0000, 1040, 0.5, -2.0));
+        // Every activation, with and without a bias, the bias in D's type or fp32.
+        for (epilogue, bits) in [(2, EPI_RELU), (6, EPI_RELU), (32, EPI_GELU), (36, EPI_GELU), (4, 0)] {
+            for (bias_type, f32_bit) in [(None, 0), (Some(abi::R_16BF), 0), (Some(abi::R_32F), EPI_BIAS_F32)] {
+                let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+                l.desc.attrs.insert(desc_attr::EPILOGUE, epilogue);
+                let with_bias = epilogue & 4 != 0;
+                if with_bias {
+                    l.desc.attrs.insert(desc_attr::BIAS_POINTER, BIAS);
+                }
+                if let Some(t) = bias_type {
+                    l.desc.attrs.insert(desc_attr::BIAS_DATA_TYPE, t as u64);
+                }
+                let p = l.route().unwrap();
+                let want_bits = bits | if with_bias { f32_bit } else { 0 };
+                assert_eq!((p.epilogue, p.bias), (want_bits, if with_bias { BIAS } else { 0 }), "epilogue {epilogue} {bias_type:?}");
+            }
+        }
+        // Device alpha and beta: passed on, never read; C passed, the kernel decides.
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, true);
+        l.desc.attrs.insert(desc_attr::POINTER_MODE, abi::POINTER_MODE_DEVICE as u64);
+        l.scalars = Scalars::Device(0x7500_0000, 0x7500_0004);
+        let p = l.route().unwrap();
+        assert_eq!((p.alpha_ptr, p.beta_ptr, p.c), (0x7500_0000, 0x7500_0004, Y));
+        // hipBLASLt 0.6 (ROCm 6.0) means a per-row alpha vector by 1; unknown: forward.
+        assert_eq!(l.route_with(&Policy { version: Some(600), ..POLICY }), Err(Reason::PointerMode));
+        assert_eq!(l.route_with(&Policy { version: None, ..POLICY }), Err(Reason::VersionDependent));
+        // 6.3/6.4: 102 is a scale vector pointer, not an activation argument.
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+        l.desc.attrs.insert(desc_attr::EPILOGUE, abi::EPILOGUE_GELU as u64);
+        l.desc.attrs.insert(desc_attr::VERSIONED_102, 0);
+        assert!(l.route_with(&Policy { version: Some(1200), ..POLICY }).is_ok());
+        assert!(l.route().is_ok(), "an unset (zero) activation argument");
+    }
+
+    /// `UNIFORM_SUMMATION_ORDER_EXT` (non-zero) or `SKINNYLT_BATCH_INVARIANT` make
+    /// the problem batch-invariant; nothing else does.
+    #[test]
+    fn uniform_summation_order_asks_for_batch_invariance() {
+        let mut l = linear(8, 1024, 7168, abi::R_16BF, false);
+        assert!(!l.route().unwrap().batch_invariant);
+        l.desc.attrs.insert(desc_attr::UNIFORM_SUMMATION_ORDER_EXT, 0);
+        assert!(!l.route().unwrap().batch_invariant);
+        l.desc.attrs.insert(desc_attr::UNIFORM_SUMMATION_ORDER_EXT, 1);
+        assert!(l.route().unwrap().batch_invariant);
+        let l = linear(8, 1024, 7168, abi::R_16BF, false);
+        assert!(l.route_with(&Policy { batch_invariant: true, ..POLICY }).unwrap().batch_invariant);
     }
 
     #[test]
@@ -855,8 +1075,7 @@ mod tests {
             c: Some(&l.d),
             d: Some(&l.d),
             ptrs: l.ptrs,
-            alpha: l.alpha,
-            beta: l.beta,
+            scalars: l.scalars,
         };
         assert!(route(&call, &POLICY).is_ok());
         call.c = None;

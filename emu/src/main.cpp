@@ -114,7 +114,32 @@ struct Case {
   // must not change. (No accuracy check: a fixed association other than
   // left-to-right would be legitimate and lose split 2's digits.)
   bool cancel = false;
+  // The epilogue (kernels/gemm_params.h): beta * C with C apart from Y (C_APART,
+  // ldc = ldy + 8; all NaN when beta = 0, so a read would show) or Y itself
+  // (C_IN_PLACE), EPI_* flags, alpha and beta as device scalars.
+  float beta = 0.f;
+  int c_mode = 0;
+  int epi = 0;
+  bool dev_scalars = false;
+  // Batch-invariant partition: K split in units of this many K blocks, partials
+  // added in split order (SPLIT_IN_ORDER).
+  int split_unit = 1;
 };
+enum { C_NONE, C_APART, C_IN_PLACE };
+
+Case batch_invariant(Case c, int split_unit) {
+  c.split_unit = split_unit;
+  c.epi |= SPLIT_IN_ORDER;
+  return c;
+}
+
+Case with_epilogue(Case c, float beta, int c_mode, int epi, bool dev_scalars) {
+  c.beta = beta;
+  c.c_mode = c_mode;
+  c.epi = epi;
+  c.dev_scalars = dev_scalars;
+  return c;
+}
 
 std::vector<Case> cases_for(const Config& c) {
   const int TM = c.tile_m, TN = c.tile_n, TK = c.tile_k, ST = c.stages;
@@ -126,8 +151,17 @@ std::vector<Case> cases_for(const Config& c) {
       {2 * TM + 7, TN, (ST + 2) * TK + 56, 1, true, 1.0f, 16, 0, 5, "3 M tiles, ring wraps, split 1, bias"},
       {3, 24, 3 * TK - 8, 2, false, 2.0f, 0, 0, 0, "N=24 (partial atom), split 2"},
       {TM + 3, TN + 16, 3 * TK, 3, true, 1.0f, 0, 0, 0, "split 3, cancelling partials, 3 forced arrival orders", true},
+      with_epilogue({TM + 3, TN + 24, 3 * TK + 8, 2, true, 0.5f, 8, 0, 2, "beta C apart, relu, fp32 bias, device scalars, split 2"},
+                    -0.75f, C_APART, EPI_RELU | EPI_BIAS_F32, true),
+      with_epilogue({2 * TM + 1, 2 * TN - 8, 4 * TK, 3, true, 1.0f, 0, 0, 0, "beta 1 into Y (in place), gelu + bias, split 3"},
+                    1.0f, C_IN_PLACE, EPI_GELU, false),
+      with_epilogue({3, TN + 8, 2 * TK, 1, false, 1.5f, 0, 0, 0, "device beta 0 (C NaN, unread), gelu, split 1"}, 0.f,
+                    C_APART, EPI_GELU, true),
+      batch_invariant({TM + 1, TN, 9 * TK + 24, 3, true, 1.0f, 0, 0, 0, "split 3 in units of 4 K blocks, in order (batch-invariant)"}, 4),
   };
 }
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x))); }
 
 struct Outcome {
   bool ok = true;
@@ -160,7 +194,11 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   std::uniform_real_distribution<double> u(-1, 1);
 
   GBuf W((size_t)((N - 1) * ldw + K) * 2), X((size_t)((M - 1) * ldx + K) * 2), Y((size_t)((M - 1) * ldy + N) * 2);
-  GBuf Bias(cs.bias ? (size_t)N * 2 : 0), Z(16);
+  const bool bias_f32 = cs.epi & EPI_BIAS_F32;
+  const int64_t ldc = cs.c_mode == C_APART ? ldy + 8 : ldy;
+  GBuf Bias(cs.bias ? (size_t)N * (bias_f32 ? 4 : 2) : 0), Z(16);
+  GBuf Cm(cs.c_mode == C_APART ? (size_t)((M - 1) * ldc + N) * 2 : 0), Sc(8);
+  std::vector<uint16_t> c_in_place;  // Y's contents before each launch (C = Y)
   GBuf P(S > 1 ? (size_t)tiles * S * c.tile_m * c.tile_n * 4 : 0), C(S > 1 ? (size_t)tiles * 4 : 0);
   for (size_t i = 0; i < W.bytes / 2; ++i) W.as<uint16_t>()[i] = double_to_half(dt, u(rng));
   for (size_t i = 0; i < X.bytes / 2; ++i) X.as<uint16_t>()[i] = double_to_half(dt, u(rng));
@@ -178,10 +216,22 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
         else x[kk] = double_to_half(dt, half_to_double(dt, x[kk]) / 64);
       }
   }
-  for (size_t i = 0; i < Bias.bytes / 2; ++i) Bias.as<uint16_t>()[i] = double_to_half(dt, u(rng));
+  if (bias_f32)
+    for (int n = 0; n < N; ++n) Bias.as<float>()[n] = (float)u(rng);
+  else
+    for (size_t i = 0; i < Bias.bytes / 2; ++i) Bias.as<uint16_t>()[i] = double_to_half(dt, u(rng));
+  for (size_t i = 0; i < Cm.bytes / 2; ++i) Cm.as<uint16_t>()[i] = cs.beta == 0.f ? 0xffff : double_to_half(dt, u(rng));
+  if (cs.c_mode == C_IN_PLACE) {
+    c_in_place.assign(Y.bytes / 2, 0xffff);  // NaN in the padding: the poison there
+    for (int t = 0; t < M; ++t)
+      for (int n = 0; n < N; ++n) c_in_place[t * ldy + n] = double_to_half(dt, u(rng));
+  }
+  Sc.as<float>()[0] = cs.alpha;
+  Sc.as<float>()[1] = cs.beta;
   std::memset(Z.p, 0, 16);
   if (S > 1) std::memset(C.p, 0, C.bytes);  // zeroed once, as the engine does
-  const std::vector<unsigned char> w0(W.p, W.p + W.bytes), x0(X.p, X.p + X.bytes), b0(Bias.p, Bias.p + Bias.bytes);
+  const std::vector<unsigned char> w0(W.p, W.p + W.bytes), x0(X.p, X.p + X.bytes), b0(Bias.p, Bias.p + Bias.bytes),
+      c0(Cm.p, Cm.p + Cm.bytes);
 
   // float64 reference
   std::vector<double> ref((size_t)M * N);
@@ -192,7 +242,11 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
       const uint16_t* wr = W.as<uint16_t>() + n * ldw;
       for (int kk = 0; kk < K; ++kk) s += half_to_double(dt, xr[kk]) * half_to_double(dt, wr[kk]);
       s *= cs.alpha;
-      if (cs.bias) s += half_to_double(dt, Bias.as<uint16_t>()[n]);
+      if (cs.c_mode == C_APART && cs.beta != 0.f) s += cs.beta * half_to_double(dt, Cm.as<uint16_t>()[t * ldc + n]);
+      if (cs.c_mode == C_IN_PLACE) s += cs.beta * half_to_double(dt, c_in_place[t * ldy + n]);
+      if (cs.bias) s += bias_f32 ? Bias.as<float>()[n] : half_to_double(dt, Bias.as<uint16_t>()[n]);
+      if (cs.epi & EPI_RELU) s = s > 0 ? s : 0;
+      if (cs.epi & EPI_GELU) s = gelu(s);
       ref[(size_t)t * N + n] = s;
     }
 
@@ -200,7 +254,15 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   prm.w = W.as<uint16_t>();
   prm.x = X.as<uint16_t>();
   prm.y = Y.as<uint16_t>();
-  prm.bias = cs.bias ? Bias.as<uint16_t>() : nullptr;
+  prm.bias = cs.bias ? Bias.p : nullptr;
+  // What routing passes (src/route.rs): C unless beta is a host 0; device scalars.
+  const uint16_t* c_arg = cs.c_mode == C_APART ? Cm.as<uint16_t>() : Y.as<uint16_t>();
+  prm.c = cs.c_mode != C_NONE && (cs.dev_scalars || cs.beta != 0.f) ? c_arg : nullptr;
+  prm.ldc = ldc;
+  prm.beta = cs.beta;
+  prm.alpha_ptr = cs.dev_scalars ? Sc.as<float>() : nullptr;
+  prm.beta_ptr = cs.dev_scalars ? Sc.as<float>() + 1 : nullptr;
+  prm.flags = cs.epi;
   prm.partials = S > 1 ? P.as<float>() : nullptr;
   prm.counters = S > 1 ? C.as<uint32_t>() : nullptr;
   prm.zeros = Z.p;
@@ -212,11 +274,14 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   prm.k = K;
   prm.alpha = cs.alpha;
   prm.split_k = S;
+  prm.split_unit = cs.split_unit;
   std::vector<Region> regions = {{Region::ReadOnly, W.p, W.bytes, "W"},
                                  {Region::ReadOnly, X.p, X.bytes, "X"},
                                  {Region::ReadOnly, Z.p, 16, "zeros"},
                                  {Region::Output, Y.p, Y.bytes, "Y"}};
   if (cs.bias) regions.push_back({Region::ReadOnly, Bias.p, Bias.bytes, "bias"});
+  if (Cm.bytes) regions.push_back({Region::ReadOnly, Cm.p, Cm.bytes, "C"});
+  if (cs.dev_scalars) regions.push_back({Region::ReadOnly, Sc.p, 8, "scalars"});
   if (S > 1) {
     regions.push_back({Region::Partials, P.p, P.bytes, "partials"});
     regions.push_back({Region::Counters, C.p, C.bytes, "counters"});
@@ -226,7 +291,8 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   std::vector<std::string> last_arrivers;
   if (cs.cancel) runs = std::max(runs, 3);
   for (int run = 0; run < runs; ++run) {
-    std::memset(Y.p, 0xff, Y.bytes);  // poison: NaN in bf16 and f16
+    if (cs.c_mode == C_IN_PLACE) std::memcpy(Y.p, c_in_place.data(), Y.bytes);
+    else std::memset(Y.p, 0xff, Y.bytes);  // poison: NaN in bf16 and f16
     if (S > 1) std::memset(P.p, 0xff, P.bytes);
     if (S > 1)
       for (int i = 0; i < tiles; ++i)
@@ -297,7 +363,7 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
     }
     if (pad_touched || !Y.slack_intact()) out.fail("bounds", "Y written outside the M x N matrix");
     if (std::memcmp(W.p, w0.data(), W.bytes) || std::memcmp(X.p, x0.data(), X.bytes) ||
-        (Bias.bytes && std::memcmp(Bias.p, b0.data(), Bias.bytes)))
+        (Bias.bytes && std::memcmp(Bias.p, b0.data(), Bias.bytes)) || (Cm.bytes && std::memcmp(Cm.p, c0.data(), Cm.bytes)))
       out.fail("bounds", "inputs modified");
     for (int i = 0; i < 16; ++i)
       if (Z.p[i]) {

@@ -279,6 +279,8 @@ fn draw_problem(u: &mut Unstructured) -> Result<Problem> {
         p.form = Form::Gemv;
         p.m = 1;
     }
+    // Batch-invariant planning (`UNIFORM_SUMMATION_ORDER_EXT`) takes its own path.
+    p.batch_invariant = u.ratio(1, 4)?;
     Ok(p)
 }
 

@@ -32,6 +32,8 @@
 #define SK_AMD_GFX950 0
 #endif
 #include "amd_layouts.h"
+// 2^x (the host's libm; the devices' v_exp_f32 is within a few ulp of it).
+SK_DEVICE float fast_exp2(float x) { return __builtin_exp2f(x); }
 
 
 // Wave-collective hooks are `convergent`, like the AMD intrinsics they stand for:

@@ -14,6 +14,12 @@ constexpr int ATOM_A_PIECES = 2; // rows g and g+8
 constexpr int COPY_BYTES = 16;   // cp.async.cg 16 B
 constexpr bool COPY_BY_WAVE = false;  // each thread picks its own LDS destination
 
+// 2^x to about 2 ulp (ex2.approx; the epilogue's GELU needs no more).
+SK_DEVICE float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 SK_DEVICE int thread_id() { return __nvvm_read_ptx_sreg_tid_x(); }
 SK_DEVICE int block_x() { return __nvvm_read_ptx_sreg_ctaid_x(); }
 SK_DEVICE int block_y() { return __nvvm_read_ptx_sreg_ctaid_y(); }

@@ -7,24 +7,24 @@ use crate::abi::*;
 use crate::engine;
 use crate::gpu::Stream;
 use crate::memo;
-use crate::route::{self, Call, Pointers, Policy, Problem, Reason};
+use crate::route::{self, Call, Pointers, Policy, Problem, Reason, Scalars};
 use crate::shadow::{DescState, Tables};
 
 /// `alpha` or `beta` as the caller passed it: a host float in host pointer mode, a
-/// device pointer otherwise (the descriptor decides which; routing forwards the
-/// device case and reads only the host one).
+/// device pointer in pointer mode DEVICE (the descriptor decides which; only the
+/// host one is ever read here).
 #[derive(Clone, Copy, Debug)]
 pub struct Scalar(pub *const c_void);
 
 impl Scalar {
-    /// The host float behind the pointer, if it is one.
+    /// The host float behind the pointer; `None` when it is null.
     ///
     /// # Safety
-    /// When `host_f32`, the pointer must be null or point to a readable f32 (the
-    /// hipBLASLt contract in host pointer mode with an fp32 scale type).
-    unsafe fn host_f32(self, host_f32: bool) -> Option<f32> {
+    /// The pointer must be null or point to a readable f32 (the hipBLASLt contract
+    /// in host pointer mode with an fp32 scale type).
+    unsafe fn host_f32(self) -> Option<f32> {
         // SAFETY: the caller's contract above.
-        (host_f32 && !self.0.is_null()).then(|| unsafe { std::ptr::read_unaligned(self.0 as *const f32) })
+        (!self.0.is_null()).then(|| unsafe { std::ptr::read_unaligned(self.0 as *const f32) })
     }
 }
 
@@ -179,8 +179,8 @@ fn bench_line(cx: Cx, log: &crate::benchlog::BenchLog, m: &MatmulArgs<'_>, probl
         let t = cx.p.shadow.read();
         let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
         let (Some((_, desc)), Some(a), Some(b), Some(c), Some(d)) = (t.descs.get(&(m.desc as usize)), lay(m.a_desc), lay(m.b_desc), lay(m.c_desc), lay(m.d_desc)) else { return };
-        // Routing ran the call with beta = 0.
-        crate::benchlog::line(&crate::benchlog::Call { desc, a, b, c, d, alpha: problem.alpha, beta: 0.0, algo: crate::benchlog::Algo::Heuristic })
+        // Device scalars are never read on the host: the line shows 1 and 0 for them.
+        crate::benchlog::line(&crate::benchlog::Call { desc, a, b, c, d, alpha: problem.alpha, beta: problem.beta, algo: crate::benchlog::Algo::Heuristic })
     };
     log.write(&line, cx.real().is_none());
 }
@@ -204,10 +204,15 @@ pub(super) fn decide(cx: Cx, key: memo::Key, ptrs: Pointers, alpha: Scalar, beta
             m
         }
     };
-    // SAFETY: `m.host_f32` says the descriptor is in host pointer mode with an
-    // fp32 scale type, where hipBLASLt's contract makes alpha and beta host floats.
-    let (alpha, beta) = unsafe { (alpha.host_f32(m.host_f32), beta.host_f32(m.host_f32)) };
-    route::finish(&m.template, ptrs, alpha, beta)
+    let scalars = if m.host_f32 {
+        // SAFETY: `m.host_f32` says the descriptor is in host pointer mode with an
+        // fp32 scale type, where hipBLASLt's contract makes alpha and beta host floats.
+        unsafe { Scalars::Host(alpha.host_f32(), beta.host_f32()) }
+    } else {
+        // Device scalars (or a mode routing forwards): passed on, never read here.
+        Scalars::Device(alpha.0 as u64, beta.0 as u64)
+    };
+    route::finish(&m.template, ptrs, scalars)
 }
 
 /// The state half of routing, from the side table.
@@ -287,16 +292,17 @@ fn own_result(cx: Cx, q: &HeuristicArgs) -> Result<HeuristicResult, Reason> {
         }
         let desc = t.descs.get(&(q.desc as usize)).map(|e| heuristic_desc(&e.1)).ok_or(Reason::UnknownDescriptor)?;
         let lay = |p: MatrixLayout| t.layouts.get(&(p as usize)).map(|e| &e.1);
-        // Pointers are not known yet: assume aligned ones.
+        // Pointers are not known yet: assume aligned ones, and C apart from D when
+        // it has a layout of its own (else D itself).
+        let c = if q.c == q.d { 0x3000 } else { 1 << 48 };
         let call = Call {
             desc: Some(&desc),
             a: lay(q.a),
             b: lay(q.b),
             c: lay(q.c),
             d: lay(q.d),
-            ptrs: Pointers { a: 0x1000, b: 0x2000, c: 0x3000, d: 0x3000 },
-            alpha: Some(1.0),
-            beta: Some(0.0),
+            ptrs: Pointers { a: 0x1000, b: 0x2000, c, d: 0x3000 },
+            scalars: if desc.pointer_mode() == POINTER_MODE_HOST { Scalars::Host(Some(1.0), Some(0.0)) } else { Scalars::Device(0x4000, 0x4004) },
         };
         route::route(&call, &cx.p.policy(cx.mode))?
     };

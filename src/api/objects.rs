@@ -114,11 +114,11 @@ kind! { Desc: DescState, descs, hipblasLtMatmulDescDestroy, hipblasLtMatmulDescS
         match attr {
             // ROCm >= 7.1 meaning: activation arguments (float).
             desc_attr::VERSIONED_102 | desc_attr::VERSIONED_103 => Some(4),
-            // develop-only attributes are not part of the 7.2 ABI we implement.
+            // develop-only attributes are not part of the 7.2 ABI we implement, except
+            // the one that asks for what skinnylt offers: batch invariance.
             desc_attr::BIAS_BATCH_STRIDE
             | desc_attr::SM_COUNT_TARGET
             | desc_attr::STREAMK_TILE_SCHEDULING_EXT
-            | desc_attr::UNIFORM_SUMMATION_ORDER_EXT
             | desc_attr::FUSED_EPILOGUE => None,
             a => desc_attr::payload_size(a),
         }

@@ -29,7 +29,8 @@ fn cx() -> Cx {
 fn decide_uncached(key: memo::Key, ptrs: Pointers, alpha: &f32, beta: &f32) -> Result<Problem, Reason> {
     let cx = cx();
     let m = memo_from(&cx.p.shadow.read(), &key, &cx.p.policy(cx.mode));
-    route::finish(&m.template, ptrs, m.host_f32.then_some(*alpha), m.host_f32.then_some(*beta))
+    let scalars = if m.host_f32 { route::Scalars::Host(Some(*alpha), Some(*beta)) } else { route::Scalars::Device(alpha as *const f32 as u64, beta as *const f32 as u64) };
+    route::finish(&m.template, ptrs, scalars)
 }
 
 fn decide_memo(key: memo::Key, ptrs: Pointers, alpha: &f32, beta: &f32) -> Result<Problem, Reason> {
@@ -147,7 +148,9 @@ fn repeated_calls_hit_and_agree() {
     assert_eq!(decide_checked(bf16, Pointers { a: W + 8, ..PTRS }).0, Err(Reason::Alignment));
     assert_eq!(decide_checked(bf16, Pointers { d: 0, ..PTRS }).0, Err(Reason::NullArgument));
     assert_eq!(decide_memo(bf16, PTRS, &2.5, &ZERO).unwrap().alpha, 2.5);
-    assert_eq!(decide_memo(bf16, PTRS, &ONE, &ONE), Err(Reason::Beta));
+    let p = decide_memo(bf16, PTRS, &ONE, &ONE).unwrap();
+    assert_eq!((p.c, p.beta), (Y, 1.0));
+    assert_eq!(decide_memo(bf16, Pointers { c: Y + 2, ..PTRS }, &ONE, &ONE), Err(Reason::Overlap));
     // The fp32 set fails on its type before the pointers are looked at, as before.
     assert_eq!(decide_checked(fp32, Pointers { d: 0, ..PTRS }).0, Err(Reason::NullArgument));
     destroy_set(bf16);
@@ -163,11 +166,13 @@ fn every_kind_of_change_after_a_call_changes_the_decision() {
     let steps: Vec<Step<'_>> = vec![
         (Box::new(|| set_desc(k.desc, desc_attr::EPILOGUE, EPILOGUE_BIAS as u64)), Err(Reason::NullArgument)),
         (Box::new(|| set_desc(k.desc, desc_attr::BIAS_POINTER, 0x7300_0000)), Ok(())),
-        (Box::new(|| set_desc(k.desc, desc_attr::EPILOGUE, 2)), Err(Reason::Epilogue)),
+        (Box::new(|| set_desc(k.desc, desc_attr::EPILOGUE, 160)), Err(Reason::Epilogue)),
+        (Box::new(|| set_desc(k.desc, desc_attr::EPILOGUE, EPILOGUE_GELU_BIAS as u64)), Ok(())),
         (Box::new(|| set_desc(k.desc, desc_attr::EPILOGUE, EPILOGUE_DEFAULT as u64)), Ok(())),
         (Box::new(|| set_desc(k.desc, desc_attr::TRANSA, OP_N as u64)), Err(Reason::Transpose)),
         (Box::new(|| set_desc(k.desc, desc_attr::TRANSA, OP_T as u64)), Ok(())),
-        (Box::new(|| set_desc(k.desc, desc_attr::POINTER_MODE, 1)), Err(Reason::PointerMode)),
+        (Box::new(|| set_desc(k.desc, desc_attr::POINTER_MODE, 4)), Err(Reason::PointerMode)),
+        (Box::new(|| set_desc(k.desc, desc_attr::POINTER_MODE, POINTER_MODE_DEVICE as u64)), Ok(())),
         (Box::new(|| set_desc(k.desc, desc_attr::POINTER_MODE, 0)), Ok(())),
         (Box::new(|| set_layout(k.a, layout_attr::LD, 7172)), Err(Reason::Alignment)),
         (Box::new(|| set_layout(k.a, layout_attr::LD, 7168)), Ok(())),
@@ -257,7 +262,7 @@ fn concurrent_changes_are_seen_in_order() {
             let mut i = 0u64;
             while !stop.load(Ordering::Acquire) || i < 200 {
                 let bias = i % 2 == 1;
-                set_desc(own.desc, desc_attr::EPILOGUE, if bias { 2 } else { EPILOGUE_DEFAULT as u64 });
+                set_desc(own.desc, desc_attr::EPILOGUE, if bias { 160 } else { EPILOGUE_DEFAULT as u64 });
                 let want = if bias { Err(Reason::Epilogue) } else { Ok(()) };
                 assert_eq!(decide_memo(own, PTRS, &ONE, &ZERO).map(|_| ()), want);
                 assert_eq!(decide_memo(own, PTRS, &ONE, &ZERO).map(|_| ()), want);

@@ -12,13 +12,14 @@ use crate::tuning::Choice;
 const SLOTS: usize = 4096;
 
 /// What the answer depends on besides the device: the problem's dtype, shape and
-/// bias, whether launches use PDL (its own table) and whether a forward is possible.
+/// bias, whether launches use PDL (its own table), whether a forward is possible
+/// and whether the problem is batch-invariant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Key([u64; 2]);
 
 impl Key {
     pub fn new(p: &Problem, pdl: bool, can_forward: bool) -> Key {
-        let flags = (p.dtype as u64) | (p.has_bias() as u64) << 8 | (pdl as u64) << 9 | (can_forward as u64) << 10 | 1 << 63;
+        let flags = (p.dtype as u64) | (p.has_bias() as u64) << 8 | (pdl as u64) << 9 | (can_forward as u64) << 10 | (p.batch_invariant as u64) << 11 | 1 << 63;
         Key([p.n as u64 | (p.k as u64) << 32, p.m as u64 | flags << 32])
     }
 

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 use super::{Call, Device, Engine, Error, Plan};
 use crate::gpu::{Function, LaunchConfig, Tile2d};
-use crate::kernels::params::{GemmParams, TmaMaps};
+use crate::kernels::params::{GemmParams, INVARIANT_K_UNIT, SPLIT_IN_ORDER, TmaMaps};
 use crate::kernels;
 use crate::route::Problem;
 use crate::tuning::schema::KernelConfig;
@@ -67,21 +67,30 @@ impl Engine {
             x: p.x,
             y: p.y,
             bias: p.bias,
+            c: p.c,
+            alpha_ptr: p.alpha_ptr,
+            beta_ptr: p.beta_ptr,
             partials,
             counters,
             zeros: self.zeros(),
             ldw: p.ldw as i64,
             ldx: p.ldx as i64,
             ldy: p.ldy as i64,
+            ldc: p.ldc as i64,
             m: p.m as i32,
             n: p.n as i32,
             k: p.k as i32,
             alpha: p.alpha,
+            beta: p.beta,
             split_k: plan.split_k as i32,
             prefetch_row_bytes,
             pdl_flags,
+            flags: p.epilogue | if p.batch_invariant { SPLIT_IN_ORDER } else { 0 },
+            split_unit: 1,
         };
         let config = kernels::for_arch(dev.arch).kernels[plan.kernel].config;
+        // Batch-invariant: K split at the same k whatever the kernel's K block.
+        let params = GemmParams { split_unit: if p.batch_invariant { (INVARIANT_K_UNIT / config.tile_k) as i32 } else { 1 }, ..params };
         let maps = if config.tma {
             let encode = |t: &Tile2d| dev.rt.tensor_map_2d(t).map_err(|e| Error::Launch(format!("tensor map for {t:?}: {e}")));
             let [w, x] = tma_tiles(&config, p);

@@ -53,6 +53,9 @@ pub struct Plan {
 ///    model's margin when there is a library to forward to;
 /// 3. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
+    if p.batch_invariant {
+        return invariant(table, fallback, t, p);
+    }
     if let Some(band) = table.lookup(p).filter(|b| b.measured && b.holds_at(t.arch, p.m)) {
         match band.choice {
             Choice::Forward if can_forward => return Err(Error::TunedForward),
@@ -70,6 +73,33 @@ pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_
         }
         None if can_forward => Err(Error::PlannerForward),
         None => fallback.choose(t.units, p).ok_or(Error::NoKernel),
+    }
+}
+
+/// Batch-invariant planning: every M of (dtype, N, K) runs kernels of one summation
+/// class (`planner::summation_class`) at one split, chosen from (dtype, N, K) alone,
+/// and never forwards by speed (a forwarded M would sum in the vendor's order).
+/// With planner constants, `planner::invariant_best` (the table's measured winners
+/// where it has them, the model elsewhere); without, the fallback's
+/// kernel for 16 tokens at every M. The split is the one the launch plan keeps at
+/// the largest M, so no M's plan lowers it.
+fn invariant(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem) -> Result<Choice, Error> {
+    let largest = Problem { m: p.m.max(*planner::INVARIANT_MS.last().unwrap()), ..*p };
+    let kept = |kernel, s| plan(t, Choice::Run { kernel, split_k: s }, &largest).map_or(0, |pl| pl.split_k);
+    if let Some(model) = &table.planner {
+        let facts = schema::target(t.arch.name()).ok_or(Error::NoKernel)?;
+        let dev = planner::Device { units: t.units, facts };
+        let catalog: Vec<_> = kernels::for_arch(t.arch).kernels.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config)).collect();
+        // The table's measured winner at M, where it measured one.
+        let measured = |m| match table.lookup(&Problem { m, ..*p }).filter(|b| b.measured && b.holds_at(t.arch, m))?.choice {
+            Choice::Run { kernel, split_k } => Some((kernel, split_k)),
+            Choice::Forward => None,
+        };
+        return planner::invariant_best(model, &dev, &catalog, p, |k, s| kept(k, s) == s, measured).ok_or(Error::NoKernel);
+    }
+    match fallback.choose(t.units, &Problem { m: 16, ..*p }).ok_or(Error::NoKernel)? {
+        Choice::Run { kernel, split_k } => Ok(Choice::Run { kernel, split_k: kept(kernel, split_k).max(1) }),
+        Choice::Forward => Err(Error::NoKernel),
     }
 }
 
@@ -181,6 +211,41 @@ mod tests {
                         assert!(plan.partial_bytes <= capacity, "{} split {} capacity {capacity}", k.name, plan.split_k);
                     }
                     assert_eq!(plan.cluster, k.config.cluster && plan.split_k > 1);
+                }
+            }
+        }
+    }
+
+    /// Batch-invariant planning fixes the summation class and the split from
+    /// (dtype, N, K) alone: every M from 1 to 128 gets a kernel of one class and a
+    /// launch plan that keeps that split, with or without planner constants, and
+    /// never a forward.
+    #[test]
+    fn batch_invariant_plans_fix_the_summation_order_for_every_m() {
+        let (t, fb) = (h100(), Fallback::for_arch(Arch::Sm90));
+        let cat = kernels::for_arch(Arch::Sm90).kernels;
+        let mut planned_table = Tuning::default();
+        planned_table.planner = Some(model());
+        // A measured winner at M = 1 for one of the shapes: planning leans on it
+        // and still keeps one class and split for every M.
+        let winner = Choice::Run { kernel: cat.iter().position(|k| k.dtype == DType::Bf16 && k.config.warps[2] == 1 && k.config.family == Family::Splitk).unwrap(), split_k: 2 };
+        let mut measured_table = Tuning::single(&Problem::packed(DType::Bf16, 1, 2880, 2880, false), winner);
+        measured_table.planner = Some(model());
+        for table in [&planned_table, &measured_table, &Tuning::default()] {
+            for (n, k) in [(64, 7168), (2880, 2880), (16384, 6656), (1000, 1032)] {
+                let mut seen = None;
+                for m in 1..=128 {
+                    let p = Problem { batch_invariant: true, ..Problem::packed(DType::Bf16, m, n, k, false) };
+                    let choice = choose(table, &fb, &t, &p, true).unwrap();
+                    let Choice::Run { kernel, split_k } = choice else { panic!("M={m}: {choice:?}") };
+                    let pl = plan(&t, choice, &p).unwrap();
+                    assert_eq!(pl.split_k, split_k, "N={n} K={k} M={m}: the plan lowered the split");
+                    let key = (planner::summation_class(&cat[kernel].config), split_k);
+                    assert_eq!(*seen.get_or_insert(key), key, "N={n} K={k} M={m}");
+                    let Choice::Run { kernel: wk, split_k: ws } = winner else { unreachable!() };
+                    if std::ptr::eq(table, &measured_table) && (n, k, m) == (2880, 2880, 1) && key == (planner::summation_class(&cat[wk].config), ws) {
+                        assert_eq!(choice, winner, "the measured winner runs where its class and split were picked");
+                    }
                 }
             }
         }

@@ -71,6 +71,8 @@ mod tests {
             for k in ak.kernels {
                 assert_eq!(k.name, k.config.name(k.dtype));
                 assert_eq!(k.config.check(&t), Ok(()));
+                // Batch-invariant plans split K in whole K blocks of every kernel.
+                assert_eq!(params::INVARIANT_K_UNIT % k.config.tile_k, 0, "{}", k.name);
             }
         }
     }

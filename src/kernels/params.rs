@@ -1,6 +1,6 @@
 //! The kernel ABI on the Rust side: the arguments every kernel takes
 //! (`GemmParams`, and `TmaMaps` for the TMA-fed ones) and the bits of
-//! `GemmParams::pdl_flags`. The C side is `kernels/gemm_params.h`, shared by the
+//! `GemmParams::pdl_flags` and `GemmParams::flags`. The C side is `kernels/gemm_params.h`, shared by the
 //! device code, the emulator and C++ tools.
 //!
 //! These definitions are the numbers the build checks against: build.rs includes
@@ -36,8 +36,15 @@ abi_struct! {
         pub x: u64,
         /// Y(t, n) at y[t * ldy + n].
         pub y: u64,
-        /// bias[n], or 0.
+        /// bias[n] in the output type, or in fp32 with `EPI_BIAS_F32`; or 0.
         pub bias: u64,
+        /// C(t, n) at c[t * ldc + n], in the output type, added times beta; 0 when
+        /// beta is 0 (C is then never read). May equal `y`.
+        pub c: u64,
+        /// Device fp32 alpha and beta (hipBLASLt's pointer mode DEVICE), read by
+        /// the epilogue in place of `alpha` / `beta`; 0 for the host values.
+        pub alpha_ptr: u64,
+        pub beta_ptr: u64,
         /// Split-K slots: [tiles][split_k][tile_m * tile_n] fp32.
         pub partials: u64,
         /// Arrivals per tile; 0 between launches.
@@ -47,10 +54,12 @@ abi_struct! {
         pub ldw: i64,
         pub ldx: i64,
         pub ldy: i64,
+        pub ldc: i64,
         pub m: i32,
         pub n: i32,
         pub k: i32,
         pub alpha: f32,
+        pub beta: f32,
         pub split_k: i32,
         /// Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
         /// `PDL_PREFETCH_X`) each CTA prefetches into L2 before waiting on the
@@ -58,6 +67,13 @@ abi_struct! {
         pub prefetch_row_bytes: i32,
         /// `PDL_*` flags.
         pub pdl_flags: i32,
+        /// `EPI_*` flags (the activation and the bias type) and `SPLIT_IN_ORDER`.
+        pub flags: i32,
+        /// The unit, in K blocks, in which K is split between the CTAs of a tile:
+        /// split s takes units [s·U/S, (s+1)·U/S) of the U = ceil(blocks / unit).
+        /// 1 = a K block; batch-invariant plans use `INVARIANT_K_UNIT` k whatever
+        /// the kernel's K block, so every kernel splits K at the same k.
+        pub split_unit: i32,
     }
 }
 
@@ -69,8 +85,35 @@ pub const PDL_TRIGGER: i32 = 1;
 pub const PDL_PREFETCH_X: i32 = 2;
 /// Where the trigger's lead (0..=255 K blocks) sits in `pdl_flags`.
 pub const PDL_LEAD_SHIFT: i32 = 8;
+
+/// Bits of `GemmParams::flags`. The epilogue computes, after the split-K
+/// combine, `act(alpha * acc + beta * C + bias)` (hipBLASLt's order): ReLU ...
+pub const EPI_RELU: i32 = 1;
+/// ... or GELU in hipBLASLt's tanh form, `0.5 x (1 + tanh(0.7978845608 x (1 +
+/// 0.044715 x^2)))` (its client reference, `_gelu` in clients/include/testing_matmul.hpp);
+pub const EPI_GELU: i32 = 2;
+/// the bias is fp32 (`BIAS_DATA_TYPE` = R_32F) rather than the output type.
+pub const EPI_BIAS_F32: i32 = 4;
+/// The global split-K combine adds the partials strictly in split order, one
+/// thread per value, whatever the kernel's tile and thread count: with one
+/// instruction family, K block and K slicing, a row's bits then depend only on the
+/// split (batch-invariant mode), not on the kernel that runs its batch.
+pub const SPLIT_IN_ORDER: i32 = 8;
+
+/// The k of one split unit in batch-invariant plans: a multiple of every kernel's
+/// K block (checked over every catalog).
+pub const INVARIANT_K_UNIT: u32 = 256;
+
 /// Every flag constant with its C name, for the build's check.
-pub const PDL_FLAGS: [(&str, i32); 3] = [("PDL_TRIGGER", PDL_TRIGGER), ("PDL_PREFETCH_X", PDL_PREFETCH_X), ("PDL_LEAD_SHIFT", PDL_LEAD_SHIFT)];
+pub const FLAGS: [(&str, i32); 7] = [
+    ("PDL_TRIGGER", PDL_TRIGGER),
+    ("PDL_PREFETCH_X", PDL_PREFETCH_X),
+    ("PDL_LEAD_SHIFT", PDL_LEAD_SHIFT),
+    ("EPI_RELU", EPI_RELU),
+    ("EPI_GELU", EPI_GELU),
+    ("EPI_BIAS_F32", EPI_BIAS_F32),
+    ("SPLIT_IN_ORDER", SPLIT_IN_ORDER),
+];
 
 /// A tensor map for the tensor memory accelerator (`CUtensorMap`, sm_90): 128 opaque
 /// bytes the driver encodes, passed by value as a kernel parameter (`TensorMap` in
@@ -109,7 +152,7 @@ mod tests {
             }
             assert!(size >= end && size - end < align);
         }
-        assert_eq!((size_of::<GemmParams>(), GemmParams::FIELDS.len()), (112, 17));
+        assert_eq!((size_of::<GemmParams>(), GemmParams::FIELDS.len()), (152, 24));
         assert_eq!((size_of::<TmaMaps>(), align_of::<TmaMaps>()), (256, 64));
     }
 }

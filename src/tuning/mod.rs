@@ -686,7 +686,7 @@ mod tests {
         let (small, large) = (time(10_000), time(100_000));
         assert!(large < 40.0 * small, "10k entries {small:.4} s, 100k {large:.4} s: not linear");
         let t = Tuning::parse(arch, &big_table(arch, 100_000), "big").unwrap();
-        let p = Problem { dtype: DType::Bf16, form: crate::route::Form::Linear, m: 4, n: 7, k: 4096, w: 0, ldw: 4096, x: 0, ldx: 4096, y: 0, ldy: 7, bias: 0, alpha: 1.0 };
+        let p = Problem::packed(DType::Bf16, 4, 7, 4096, false);
         assert!(t.lookup(&p).is_none());
         assert!(t.lookup(&Problem { n: 8 * 50_000, ..p }).is_some());
     }

@@ -117,6 +117,104 @@ pub fn best<'a>(model: &CostModel, dev: &Device, catalog: impl Iterator<Item = (
 }
 
 /// A cost model with round constants, for tests: `kinds` as (family, cluster, tma).
+/// The token counts batch-invariant planning weighs: the decode range.
+pub const INVARIANT_MS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+
+/// What fixes the order in which a kernel sums one output's products, once K is
+/// split at the same k for every kernel (`INVARIANT_K_UNIT`) and the split-K
+/// partials are added in split order (`SPLIT_IN_ORDER`): the instruction family
+/// and, where the waves of a CTA share a K block (K slices > 1), the K block and
+/// the slices. With one slice, each output is one running sum over 16-k steps in
+/// order, so the K block does not matter. Tile sizes, warps along M and N, stages,
+/// operand staging and the combine's kind never do: the kernels of one class
+/// compute a row to the same bits at one split (measured over every sm_90 kernel
+/// by `skinnylt check --summation-classes`).
+pub fn summation_class(c: &KernelConfig) -> (super::schema::Family, u32, u32) {
+    let slices = c.warps[2];
+    (c.family, if slices == 1 { 0 } else { c.tile_k }, slices)
+}
+
+/// The splits batch-invariant planning considers: K in units of
+/// `INVARIANT_K_UNIT` k, at least `MIN_BLOCKS` units per split.
+pub fn invariant_splits(p: &Problem) -> impl Iterator<Item = u32> + use<> {
+    let units = p.k.div_ceil(crate::kernels::params::INVARIANT_K_UNIT);
+    SPLITS.into_iter().filter(move |&s| s == 1 || units / s >= MIN_BLOCKS)
+}
+
+/// Batch-invariant planning for `p`: one summation class and one split for every
+/// M of (dtype, N, K), and at `p.m` a kernel of that class at that split.
+///
+/// The pair is the one that loses least, in geometric mean over `INVARIANT_MS`,
+/// against the model's best at each M, where a pair that holds the table's
+/// measured winner at that M (`measured(m)`: kernel and split) loses nothing; ties
+/// go to the pair holding more winners. (Anchoring on the winners' predicted times
+/// instead, or taking the pair that holds the most winners, measured slower on the
+/// H100's public grid: docs/design.md.) At `p.m` the measured winner runs if the
+/// pair holds it, else the class's fastest predicted kernel. `fits(kernel, s)`:
+/// the launch plan keeps split `s` at the largest M (partials capacity, counters).
+pub fn invariant_best(
+    model: &CostModel,
+    dev: &Device,
+    catalog: &[(usize, DType, &KernelConfig)],
+    p: &Problem,
+    fits: impl Fn(usize, u32) -> bool,
+    measured: impl Fn(u32) -> Option<(usize, u32)>,
+) -> Option<Choice> {
+    type Class = (super::schema::Family, u32, u32);
+    /// A measured winner: its class, split and kernel.
+    type Won = Option<(Class, u32, usize)>;
+    let at = |m: u32| Problem { m, ..*p };
+    let config = |kernel: usize| catalog.iter().find(|(i, _, _)| *i == kernel).map(|&(_, _, c)| c);
+    // Per M: the model's best time, and the measured winner as (class, split, kernel).
+    let mut reference: Vec<(f64, Won)> = Vec::with_capacity(INVARIANT_MS.len());
+    for &m in &INVARIANT_MS {
+        let won = measured(m).and_then(|(k, s)| Some((summation_class(config(k)?), s, k)));
+        reference.push((best(model, dev, catalog.iter().copied(), &at(m), |_, s| s)?.1, won));
+    }
+    let members: Vec<(usize, &KernelConfig)> = catalog.iter().filter(|(_, d, _)| *d == p.dtype).map(|&(i, _, c)| (i, c)).collect();
+    let mut classes: Vec<Class> = members.iter().map(|(_, c)| summation_class(c)).collect();
+    classes.sort();
+    classes.dedup();
+    // The class's fastest kernel at split `s` for problem `q`, and its time.
+    let fastest = |class, s: u32, q: &Problem| {
+        members
+            .iter()
+            .filter(|(i, c)| summation_class(c) == class && fits(*i, s))
+            .filter_map(|&(i, c)| Some((model.predict(dev, c, s, q)?, i)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let holds = |class: Class, s: u32, w: Won| w.filter(|&(wc, ws, k)| wc == class && ws == s && fits(k, s));
+    // (loss, measured winners not held): the least loss, then the most winners.
+    let mut pick: Option<((f64, usize), Class, u32)> = None;
+    for &class in &classes {
+        for s in invariant_splits(p) {
+            let (mut loss, mut missed) = (0.0, 0);
+            for (&m, &(r, won)) in INVARIANT_MS.iter().zip(&reference) {
+                if holds(class, s, won).is_some() {
+                    continue;
+                }
+                missed += won.is_some() as usize;
+                match fastest(class, s, &at(m)) {
+                    Some((t, _)) => loss += (t / r).ln(),
+                    None => {
+                        loss = f64::INFINITY;
+                        break;
+                    }
+                }
+            }
+            if loss.is_finite() && pick.is_none_or(|(l, _, _)| (loss, missed) < l) {
+                pick = Some(((loss, missed), class, s));
+            }
+        }
+    }
+    let (_, class, s) = pick?;
+    let kernel = match holds(class, s, measured(p.m).and_then(|(k, ws)| Some((summation_class(config(k)?), ws, k)))) {
+        Some((_, _, k)) => k,
+        None => fastest(class, s, p)?.1,
+    };
+    Some(Choice::Run { kernel, split_k: s })
+}
+
 #[cfg(test)]
 pub(crate) fn test_model(kinds: &[(super::schema::Family, bool, bool)]) -> CostModel {
     let kind = |&(family, cluster, tma): &(super::schema::Family, bool, bool)| KindCost { family, cluster, tma, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
@@ -185,6 +283,32 @@ mod tests {
             }
         }
         assert!(best(&m, &d, catalog(), &Problem::packed(DType::F16, 4, 1024, 7168, false), |_, s| s).is_none());
+    }
+
+    /// Batch-invariant planning: one class and split for every M, a pair that
+    /// holds the measured winner at every M loses nothing and is picked, and the
+    /// winner runs; a kernel of another class never runs.
+    #[test]
+    fn invariant_planning_keeps_one_class_and_trusts_measured_winners() {
+        let (m, d) = (model(), dev());
+        let slices = |tm, tn, wk| KernelConfig { warps: [1, 1, wk], ..cfg(tm, tn, false) };
+        let cfgs = [slices(8, 16, 4), slices(32, 16, 4), slices(8, 32, 1), slices(64, 32, 1)];
+        let catalog: Vec<_> = cfgs.iter().enumerate().map(|(i, c)| (i, DType::Bf16, c)).collect();
+        let p = |mm| Problem::packed(DType::Bf16, mm, 2048, 8192, false);
+        let pick = |mm, measured: &dyn Fn(u32) -> Option<(usize, u32)>| invariant_best(&m, &d, &catalog, &p(mm), |_, _| true, measured).unwrap();
+        let class_split = |c: Choice| match c {
+            Choice::Run { kernel, split_k } => (summation_class(&cfgs[kernel]), split_k),
+            Choice::Forward => panic!(),
+        };
+        let first = class_split(pick(1, &|_| None));
+        for mm in [2, 5, 17, 64, 100, 128] {
+            assert_eq!(class_split(pick(mm, &|_| None)), first, "M={mm}");
+        }
+        // Kernel 2 (one slice) at split 4 measured fastest everywhere: its pair wins.
+        let winner = |mm: u32| Some((if mm <= 8 { 2 } else { 3 }, 4));
+        for mm in [1, 4, 8, 32, 128] {
+            assert_eq!(pick(mm, &winner), Choice::Run { kernel: winner(mm).unwrap().0, split_k: 4 }, "M={mm}");
+        }
     }
 
     #[test]

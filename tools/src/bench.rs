@@ -485,7 +485,9 @@ impl Bencher<'_> {
         let l = Linear::new(self.dtype, m, n, k, k, k, n, sh.bias.then_some(cs.db.1))?;
         let dev = &self.rig.dev;
         use skinnylt::engine::Error;
-        let deployed_forward = matches!(dev.choose(&sh.problem(self.dtype), dev.pdl(), true), Err(Error::TunedForward | Error::PlannerForward));
+        // As the calls are routed: batch-invariant under SKINNYLT_BATCH_INVARIANT.
+        let problem = skinnylt::route::Problem { batch_invariant: skinnylt::process::get().config.batch_invariant, ..sh.problem(self.dtype) };
+        let deployed_forward = matches!(dev.choose(&problem, dev.pdl(), true), Err(Error::TunedForward | Error::PlannerForward));
         let before = crate::counters().intercepted;
         let probe = self.run_ours(&l, cs, 0);
         self.rig.cu.sync(self.rig.s)?;

@@ -5,6 +5,11 @@
 //!   N not a multiple of the tile, K not a multiple of TILE_K, padded leading
 //!   dimensions, bias or not), against a float64 reference on fresh random inputs,
 //!   with the output poisoned (NaN) before each run;
+//! * the epilogues and scalars PyTorch uses (beta · C into D or from a C apart,
+//!   ReLU/GELU with and without a bias, an fp32 bias, device alpha/beta) on the
+//!   public grid's (N, K) at M = 1, 8, 32, 128, heuristic then matmul;
+//! * batch invariance (`UNIFORM_SUMMATION_ORDER_EXT`): every row bitwise equal at
+//!   every M = 1..128 and place in the batch, with a control that must differ;
 //! * determinism: identical bits over 100 runs of split-K shapes;
 //! * graph capture of split-K GEMMs and 1000 replays, bitwise equal to eager runs;
 //! * two streams at once on one handle, bitwise equal to single-stream runs.
@@ -23,11 +28,12 @@ use std::time::Instant;
 use skinnylt::engine::Call;
 use skinnylt::gpu::Stream;
 use skinnylt::kernels::{self, KernelEntry};
-use skinnylt::route::{DType, Form, Problem};
+use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::Choice;
 
 use crate::bench::no_gpu;
-use crate::client::{Handle, Linear};
+use crate::client::{self, Handle, Linear};
+use crate::epilogue::{BiasKind, COperand, HostData, VARIANTS, Variant};
 use crate::gpu::{Buf, Gpu};
 use crate::grid;
 use crate::reference::{self, Rng};
@@ -55,6 +61,11 @@ pub struct Args {
     /// small odd shapes with M = 1..8 (see the module doc).
     #[arg(long)]
     pub kernel_sweep: bool,
+    /// Run only the summation-class check: every compiled kernel at split 1 and 3,
+    /// launched batch-invariant, outputs grouped by their bits; the kernels of one
+    /// summation class (the unit of batch-invariant planning) must agree.
+    #[arg(long)]
+    pub summation_classes: bool,
     /// With --kernel-sweep: only kernels whose name contains this text (e.g. "vdmfma").
     #[arg(long)]
     pub kernel_filter: Option<String>,
@@ -126,6 +137,10 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     let ws_bytes = 64 << 20;
     let mut s = Suite { cu, h: Handle::new()?, rng: Rng(seed), ws: Buf(cu, cu.malloc(ws_bytes)?), ws_bytes, passed: 0, pdl: dev.pdl(), failed: Vec::new(), log: Vec::new() };
 
+    if a.summation_classes {
+        s.summation_classes(dev.arch)?;
+        return s.finish(a);
+    }
     if a.kernel_sweep {
         let t0 = Instant::now();
         s.kernel_sweep(dev.arch, a.kernel_filter.as_deref())?;
@@ -144,6 +159,23 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
         s.correctness(c)?;
     }
     println!("correctness: {} cases in {:.0} s", cases.len(), t0.elapsed().as_secs_f64());
+
+    // ---- the epilogues and scalars PyTorch uses, through the C API ----
+    let t0 = Instant::now();
+    let epilogue_cases = epilogue_cases(a.limit.unwrap_or(usize::MAX));
+    for (c, v) in &epilogue_cases {
+        s.epilogue(c, v)?;
+    }
+    println!("epilogues: {} cases in {:.0} s", epilogue_cases.len(), t0.elapsed().as_secs_f64());
+
+    // ---- batch invariance: every row's bits independent of M and of its place ----
+    let t0 = Instant::now();
+    let shapes = invariance_shapes(&mut s.rng, a.limit.unwrap_or(usize::MAX));
+    for (i, &(n, k, bias)) in shapes.iter().enumerate() {
+        s.batch_invariance(DType::ALL[i % 2], n, k, bias, true)?;
+    }
+    s.batch_invariance(DType::Bf16, 2880, 2880, true, false)?;
+    println!("batch invariance: {} shapes x M = 1..{INVARIANT_ROWS} in {:.0} s", shapes.len(), t0.elapsed().as_secs_f64());
 
     // ---- determinism, graphs, streams on split-K shapes ----
     let split_shapes = SPLIT_CASES;
@@ -167,6 +199,38 @@ fn grid_cases(limit: usize) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// Every (N, K) of the public grid (its first `limit` shapes) at M = 1, 8, 32 and
+/// 128, dtypes alternating, each with the next epilogue variant in turn.
+fn epilogue_cases(limit: usize) -> Vec<(Case, Variant)> {
+    let mut pairs: Vec<(u32, u32)> = grid::public().iter().take(limit).map(|sh| (sh.n, sh.k)).collect();
+    pairs.dedup();
+    let mut cases = Vec::new();
+    for (n, k) in pairs {
+        for m in [1, 8, 32, 128] {
+            let i = cases.len();
+            let (n, k) = (n as usize, k as usize);
+            let v = VARIANTS[i % VARIANTS.len()];
+            let case = Case { group: "epilogue", dtype: DType::ALL[i / VARIANTS.len() % 2], m, n, k, bias: false, ldw: k, ldy: n + 4 * (i % 2), workspace: i % 3 == 0 };
+            cases.push((case, v));
+        }
+    }
+    cases
+}
+
+/// Token rows of the batch-invariance test: every M from 1 to this.
+const INVARIANT_ROWS: usize = 128;
+
+/// Every (N, K, bias) of the public grid (its first `limit` shapes), and six random
+/// odd ones.
+fn invariance_shapes(r: &mut Rng, limit: usize) -> Vec<(usize, usize, bool)> {
+    let mut v: Vec<_> = grid::public().iter().take(limit).map(|sh| (sh.n as usize, sh.k as usize, sh.bias)).collect();
+    v.dedup();
+    for i in 0..6 {
+        v.push((1 + r.below(6000) as usize, 8 * (1 + r.below(1200) as usize), i % 2 == 0));
+    }
+    v
 }
 
 /// Every measured entry of the table that `known` does not already cover, at the M
@@ -255,6 +319,62 @@ fn check_output(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], want: &
     }
 }
 
+/// A variant's device buffers beyond the product's: C apart from D, the fp32 bias,
+/// and alpha and beta as device scalars.
+struct ExtraBuffers<'a> {
+    c: Buf<'a>,
+    bias_f32: Buf<'a>,
+    scalars: Buf<'a>,
+}
+
+impl<'a> ExtraBuffers<'a> {
+    fn upload(cu: &'a Gpu, v: &Variant, h: &HostData, m: usize) -> Result<ExtraBuffers<'a>, String> {
+        let c_len = if v.c == COperand::Apart { m * h.ldc } else { 8 };
+        let b = ExtraBuffers { c: Buf(cu, cu.malloc(c_len * 2)?), bias_f32: Buf(cu, cu.malloc(h.bias_f32.len() * 4)?), scalars: Buf(cu, cu.malloc(8)?) };
+        if v.c == COperand::Apart {
+            cu.htod(b.c.1, &h.c)?;
+        }
+        cu.htod(b.bias_f32.1, &h.bias_f32)?;
+        cu.htod(b.scalars.1, &[v.alpha, v.beta])?;
+        Ok(b)
+    }
+
+    /// The C argument of the call (D itself unless C is apart).
+    fn c_arg(&self, v: &Variant, y: u64) -> u64 {
+        if v.c == COperand::Apart { self.c.1 } else { y }
+    }
+
+    /// alpha and beta as the call passes them: host floats (`host`, which must
+    /// outlive the call) or the device scalars.
+    fn scalar_args(&self, v: &Variant, host: &[f32; 2]) -> (*const c_void, *const c_void) {
+        if v.device_scalars {
+            (self.scalars.1 as *const c_void, (self.scalars.1 + 4) as *const c_void)
+        } else {
+            ((&host[0] as *const f32).cast(), (&host[1] as *const f32).cast())
+        }
+    }
+
+    /// The problem's output, C and scalar fields as routing fills them (the other
+    /// fields are placeholders for the caller to set).
+    fn problem(&self, v: &Variant, y: u64, ldy: usize) -> Problem {
+        let c = self.c_arg(v, y);
+        let (c, alpha_ptr, beta_ptr) = match v.device_scalars {
+            true => (c, self.scalars.1, self.scalars.1 + 4),
+            false => (if v.beta != 0.0 { c } else { 0 }, 0, 0),
+        };
+        let ldc = if v.c == COperand::Apart { v.ldc(ldy) } else { ldy } as u64;
+        Problem { y, ldy: ldy as u64, c, ldc, alpha: v.alpha, beta: v.beta, alpha_ptr, beta_ptr, ..Problem::packed(DType::Bf16, 1, 1, 1, false) }
+    }
+
+    /// Before each run: D poisoned with NaN, or holding C for an in-place update.
+    fn prepare_output(&self, cu: &Gpu, v: &Variant, h: &HostData, y: u64, m: usize, ldy: usize) -> Result<(), String> {
+        match v.c {
+            COperand::InPlace => cu.htod(y, &h.c[..m * ldy]),
+            _ => cu.memset16(y, 0xffff, m * ldy),
+        }
+    }
+}
+
 /// A kernel's passed cases and their largest relative error, for its sweep line.
 #[derive(Default)]
 struct Tally {
@@ -294,6 +414,78 @@ impl<'a> Suite<'a> {
         Ok(())
     }
 
+    /// Every kernel of `arch` at split 1 and 3, launched batch-invariant (K split
+    /// at the same k for every kernel, partials added in order), outputs grouped by
+    /// their exact bits. Each kernel is checked
+    /// against float64; the kernels of one `planner::summation_class` must land in
+    /// one group. Prints the groups (as the classes they hold).
+    fn summation_classes(&mut self, arch: skinnylt::gpu::Arch) -> Result<(), String> {
+        use skinnylt::tuning::planner::summation_class;
+        let cu = self.cu;
+        let cat = kernels::for_arch(arch);
+        for dtype in DType::ALL {
+            for (m, n, k) in [(8usize, 1024usize, 7168usize), (3, 640, 2888), (33, 2112, 2880)] {
+                let host = HostInputs::random(&mut self.rng, dtype, m, n, k, k);
+                let want = reference::reference(dtype, m, n, k, &host.w, k, &host.x, k, None, 1.0);
+                let d = host.upload(cu, m, n)?;
+                // Batch-invariant launches: K split at the same k for every kernel.
+                let p = Problem { w: d.dw.1, x: d.dx.1, y: d.dy.1, batch_invariant: true, ..Problem::packed(dtype, m as u32, n as u32, k as u32, false) };
+                for split in [1u32, 3] {
+                    let mut groups: Vec<(Vec<u16>, Vec<usize>)> = Vec::new();
+                    let name = format!("summation classes {} M={m} N={n} K={k} split={split}", dtype.name());
+                    let mut res = Ok(());
+                    for (ki, ke) in cat.kernels.iter().enumerate().filter(|(_, ke)| ke.dtype == dtype) {
+                        let call = Call { workspace: 0, workspace_size: 0, stream: Stream(std::ptr::null_mut()) };
+                        cu.memset16(d.dy.1, 0xffff, m * n)?;
+                        let y = crate::engines()
+                            .run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, &call)
+                            .map_err(|e| format!("{}: run_choice: {e}", ke.name))
+                            .and_then(|_| cu.device_sync())
+                            .and_then(|_| {
+                                let mut y = vec![0u16; m * n];
+                                cu.dtoh(&mut y, d.dy.1)?;
+                                Ok(y)
+                            })
+                            .and_then(|y| check_output(dtype, m, n, n, &y, &want).map(|_| y).map_err(|e| format!("{}: {e}", ke.name)));
+                        match y {
+                            Ok(y) => match groups.iter_mut().find(|g| g.0 == y) {
+                                Some(g) => g.1.push(ki),
+                                None => groups.push((y, vec![ki])),
+                            },
+                            Err(e) => {
+                                res = Err(e);
+                                break;
+                            }
+                        }
+                    }
+                    let class_of = |ki: usize| summation_class(&cat.kernels[ki].config);
+                    let describe = |g: &Vec<usize>| {
+                        let mut cs: Vec<String> = g.iter().map(|&ki| format!("{:?} k{} wk{}", class_of(ki).0, class_of(ki).1, class_of(ki).2)).collect();
+                        cs.sort();
+                        cs.dedup();
+                        format!("{} kernels [{}]", g.len(), cs.join(", "))
+                    };
+                    if res.is_ok() {
+                        println!("{name}: {} groups", groups.len());
+                        for g in &groups {
+                            println!("    {}", describe(&g.1));
+                        }
+                        // A class split over two groups breaks batch-invariant planning.
+                        for (i, g) in groups.iter().enumerate() {
+                            for h in &groups[i + 1..] {
+                                if let Some(&ki) = g.1.iter().find(|&&a| h.1.iter().any(|&b| class_of(a) == class_of(b))) {
+                                    res = Err(format!("class {:?} gives two results ({} and {})", class_of(ki), describe(&g.1), describe(&h.1)));
+                                }
+                            }
+                        }
+                    }
+                    self.record(name, res.map(|_| format!("{} groups", groups.len())));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Kernel `ki` on M = 1..8, and around its token tile where that is larger;
     /// prints its line.
     fn sweep_kernel(&mut self, ki: usize, ke: &KernelEntry) -> Result<(), String> {
@@ -322,33 +514,40 @@ impl<'a> Suite<'a> {
         // multiple of 8 with a partial last K block, >= 5 blocks (split 5).
         let n = if mi % 3 == 0 { 1 + 2 * r.below((tn / 2) as u64) as usize } else { tn + 1 + 2 * r.below(tn as u64) as usize };
         let k = 5 * tk + 8 * (1 + r.below((tk / 8 - 1) as u64) as usize);
-        let bias = mi % 2 == 0;
         let (ldw, ldy) = (k + 8 * (mi % 3), n + mi % 4);
-        let alpha = if mi % 4 == 1 { 0.5f32 } else { 1.0 };
+        // The epilogue: one of its variants, or (every tenth) the plain product with
+        // a bias on even shapes and alpha != 1 on some, rotating over kernels.
+        let variant = VARIANTS.get((ki + mi) % (VARIANTS.len() + 1)).copied().unwrap_or(Variant {
+            alpha: if mi % 4 == 1 { 0.5 } else { 1.0 },
+            beta: 0.0,
+            c: COperand::Unused,
+            act: 0,
+            bias: if mi % 2 == 0 { BiasKind::Output } else { BiasKind::None },
+            device_scalars: false,
+        });
         let host = HostInputs::random(r, ke.dtype, m, n, k, ldw);
-        let want = reference::reference(ke.dtype, m, n, k, &host.w, ldw, &host.x, k, bias.then_some(&host.b[..]), alpha as f64);
+        let extra = variant.host(r, ke.dtype, m, n, ldy);
+        let out_bias = variant.bias == BiasKind::Output;
+        let product = reference::reference(ke.dtype, m, n, k, &host.w, ldw, &host.x, k, out_bias.then_some(&host.b[..]), variant.alpha as f64);
+        let want = variant.reference(ke.dtype, m, n, &product, &extra);
         let d = host.upload(cu, m, ldy)?;
+        let ext = ExtraBuffers::upload(cu, &variant, &extra, m)?;
         let p = Problem {
-            dtype: ke.dtype,
-            form: Form::Linear,
-            m: m as u32,
-            n: n as u32,
-            k: k as u32,
-            w: d.dw.1,
-            ldw: ldw as u64,
-            x: d.dx.1,
-            ldx: k as u64,
-            y: d.dy.1,
-            ldy: ldy as u64,
-            bias: if bias { d.db.1 } else { 0 },
-            alpha,
+            bias: match variant.bias {
+                BiasKind::None => 0,
+                BiasKind::Output => d.db.1,
+                BiasKind::F32 => ext.bias_f32.1,
+            },
+            epilogue: variant.kernel_bits(),
+            ..ext.problem(&variant, d.dy.1, ldy)
         };
+        let p = Problem { dtype: ke.dtype, m: m as u32, n: n as u32, k: k as u32, w: d.dw.1, ldw: ldw as u64, x: d.dx.1, ldx: k as u64, ..p };
         for (si, &split) in SWEEP_SPLITS.iter().enumerate() {
-            let name = format!("sweep {} M={m} N={n} K={k} split={split} bias={bias} ldw={ldw} ldy={ldy} alpha={alpha}", ke.name);
+            let name = format!("sweep {} M={m} N={n} K={k} split={split} ldw={ldw} ldy={ldy} {}", ke.name, variant.name());
             // A caller workspace on every other run.
             let (ws, ws_size) = if (mi + si) % 2 == 1 { (self.ws.1, self.ws_bytes) } else { (0, 0) };
             let call = Call { workspace: ws, workspace_size: ws_size, stream: Stream(std::ptr::null_mut()) };
-            cu.memset16(d.dy.1, 0xffff, m * ldy)?; // NaN poison
+            ext.prepare_output(cu, &variant, &extra, d.dy.1, m, ldy)?;
             let res = crate::engines()
                 .run_choice(self.h.0 as usize, &p, Choice::Run { kernel: ki, split_k: split }, &call)
                 .map_err(|e| format!("run_choice: {e}"))
@@ -422,6 +621,115 @@ impl<'a> Suite<'a> {
             let r = i.reference(c);
             check_output(c.dtype, c.m, c.n, c.ldy, &y, &r).map(|e| format!("rel_err={e:.3e}"))
         });
+        self.record(name, res);
+        Ok(())
+    }
+
+    /// One epilogue case through the C API: descriptors as PyTorch sets them,
+    /// heuristic, then matmul with the algo it returned; against float64.
+    fn epilogue(&mut self, c: &Case, v: &Variant) -> Result<(), String> {
+        let cu = self.cu;
+        let name = format!("{} {} M={} N={} K={} ldy={} {}", c.group, c.dtype.name(), c.m, c.n, c.k, c.ldy, v.name());
+        let host = HostInputs::random(&mut self.rng, c.dtype, c.m, c.n, c.k, c.ldw);
+        let extra = v.host(&mut self.rng, c.dtype, c.m, c.n, c.ldy);
+        let d = host.upload(cu, c.m, c.ldy)?;
+        let ext = ExtraBuffers::upload(cu, v, &extra, c.m)?;
+        let out_bias = v.bias == BiasKind::Output;
+        let spec = client::Options {
+            epilogue: v.hip_epilogue(),
+            bias: match v.bias {
+                BiasKind::None => None,
+                BiasKind::Output => Some(d.db.1),
+                BiasKind::F32 => Some(ext.bias_f32.1),
+            },
+            bias_type: (v.bias == BiasKind::F32).then_some(skinnylt::abi::R_32F),
+            device_scalars: v.device_scalars,
+            ldc: (v.c == COperand::Apart).then_some(extra.ldc as u64),
+            uniform_order: false,
+        };
+        let l = Linear::with_options(c.dtype, c.m as u64, c.n as u64, c.k as u64, c.ldw as u64, c.k as u64, c.ldy as u64, &spec)?;
+        ext.prepare_output(cu, v, &extra, d.dy.1, c.m, c.ldy)?;
+        let host_scalars = [v.alpha, v.beta];
+        let (ws, ws_size) = if c.workspace { (self.ws.1, self.ws_bytes) } else { (0, 0) };
+        let before = crate::counters().intercepted;
+        let res = l
+            .heuristic(&self.h)
+            .and_then(|algo| {
+                let st = l.run_full(&self.h, Some(&algo), ext.scalar_args(v, &host_scalars), (d.dw.1, d.dx.1, ext.c_arg(v, d.dy.1), d.dy.1), (ws, ws_size), std::ptr::null_mut());
+                match st {
+                    skinnylt::abi::STATUS_SUCCESS if crate::counters().intercepted == before + 1 => Ok(()),
+                    skinnylt::abi::STATUS_SUCCESS => Err("the call was not run by skinnylt".into()),
+                    st => Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), crate::counters())),
+                }
+            })
+            .and_then(|_| cu.device_sync())
+            .and_then(|_| {
+                let mut y = vec![0u16; c.m * c.ldy];
+                cu.dtoh(&mut y, d.dy.1)?;
+                Ok(y)
+            })
+            .and_then(|y| {
+                let product = reference::reference(c.dtype, c.m, c.n, c.k, &host.w, c.ldw, &host.x, c.k, out_bias.then_some(&host.b[..]), v.alpha as f64);
+                let want = v.reference(c.dtype, c.m, c.n, &product, &extra);
+                check_output(c.dtype, c.m, c.n, c.ldy, &y, &want).map(|e| format!("rel_err={e:.3e}"))
+            });
+        self.record(name, res);
+        Ok(())
+    }
+
+    /// Batch invariance (`UNIFORM_SUMMATION_ORDER_EXT` on the descriptor): the
+    /// outputs of 128 token rows at M = 128 (checked against float64), then every M
+    /// from 1 to 128 on a window of those rows at an offset that moves with M, so a
+    /// row is seen at many places in many batch sizes: each row bitwise equal to
+    /// its M = 128 output.
+    ///
+    /// Without the attribute (`uniform_order` false: the control), the same
+    /// comparison must find a row that differs, or the test could not fail.
+    fn batch_invariance(&mut self, dtype: DType, n: usize, k: usize, bias: bool, uniform_order: bool) -> Result<(), String> {
+        let (cu, rows) = (self.cu, INVARIANT_ROWS);
+        let control = if uniform_order { "" } else { " (control: without UNIFORM_SUMMATION_ORDER_EXT)" };
+        let name = format!("batch invariance {} N={n} K={k} bias={bias} M=1..{rows}{control}", dtype.name());
+        let host = HostInputs::random(&mut self.rng, dtype, rows, n, k, k);
+        let d = host.upload(cu, rows, n)?;
+        let run = |m: usize, off: usize, y: u64| -> Result<Vec<u16>, String> {
+            let o = client::Options { epilogue: if bias { skinnylt::abi::EPILOGUE_BIAS } else { 0 }, bias: bias.then_some(d.db.1), uniform_order, ..client::Options::default() };
+            let l = Linear::with_options(dtype, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, &o)?;
+            cu.memset16(y, 0xffff, m * n)?;
+            let before = crate::counters().intercepted;
+            let st = l.run(&self.h, 1.0, d.dw.1, d.dx.1 + (off * k * 2) as u64, y, 0, 0, std::ptr::null_mut());
+            if st != skinnylt::abi::STATUS_SUCCESS || crate::counters().intercepted != before + 1 {
+                return Err(format!("M={m}: not run by skinnylt ({}, {})", skinnylt::abi::status_name(st), crate::counters()));
+            }
+            cu.device_sync()?;
+            let mut out = vec![0u16; m * n];
+            cu.dtoh(&mut out, y)?;
+            Ok(out)
+        };
+        let res = (|| {
+            let all = run(rows, 0, d.dy.1)?;
+            let want = reference::reference(dtype, rows, n, k, &host.w, k, &host.x, k, bias.then_some(&host.b[..]), 1.0);
+            let err = check_output(dtype, rows, n, n, &all, &want)?;
+            let (mut moved, mut kernels) = (0, std::collections::BTreeSet::new());
+            for m in 1..=rows {
+                let off = (m * 37) % (rows - m + 1);
+                moved += (off > 0) as usize;
+                let p = Problem { batch_invariant: uniform_order, ..Problem::packed(dtype, m as u32, n as u32, k as u32, bias) };
+                if let Ok(plan) = crate::engines().plan_for(self.h.0 as usize, &p, false) {
+                    kernels.insert(plan.kernel);
+                }
+                let got = run(m, off, d.dy.1)?;
+                if let Some(t) = (0..m).find(|&t| got[t * n..(t + 1) * n] != all[(off + t) * n..(off + t + 1) * n]) {
+                    return match uniform_order {
+                        true => Err(format!("row {} differs at M={m} (place {t}) from M={rows}", off + t)),
+                        false => Ok(format!("row {} differs at M={m}, as expected without the attribute", off + t)),
+                    };
+                }
+            }
+            match uniform_order {
+                true => Ok(format!("rel_err={err:.3e} at M={rows}; every row bitwise equal at M=1..{rows} ({} kernels, {moved} windows moved)", kernels.len())),
+                false => Err("no row differs without the attribute: the test could not fail here".into()),
+            }
+        })();
         self.record(name, res);
         Ok(())
     }

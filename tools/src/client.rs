@@ -38,19 +38,44 @@ impl Drop for Handle {
 }
 
 /// The descriptors of PyTorch's `F.linear(x[M,K], W[N,K], b)` :
-/// opA=T, opB=N, m=N, n=M, k=K, A = W (k×m, ld ≥ K), B = x (k×n), C = D = y (m×n).
+/// opA=T, opB=N, m=N, n=M, k=K, A = W (k×m, ld ≥ K), B = x (k×n), D = y (m×n), and
+/// C = D unless the epilogue reads a C of its own layout.
 pub struct Linear {
     pub desc: MatmulDesc,
     pub a: MatrixLayout,
     pub b: MatrixLayout,
+    pub c: MatrixLayout,
     pub d: MatrixLayout,
+}
+
+/// What a `Linear` sets beyond the plain product.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// `hipblasLtEpilogue_t` (0: leave unset, DEFAULT).
+    pub epilogue: u32,
+    pub bias: Option<u64>,
+    /// `BIAS_DATA_TYPE`, when set.
+    pub bias_type: Option<i32>,
+    /// Pointer mode DEVICE: alpha and beta are device fp32 scalars.
+    pub device_scalars: bool,
+    /// C's leading dimension when C has a layout of its own.
+    pub ldc: Option<u64>,
+    /// `UNIFORM_SUMMATION_ORDER_EXT` = 1: batch invariance.
+    pub uniform_order: bool,
 }
 
 impl Linear {
     #[allow(clippy::too_many_arguments)]
     pub fn new(dtype: DType, m: u64, n: u64, k: u64, ldw: u64, ldx: u64, ldy: u64, bias: Option<u64>) -> Result<Linear, String> {
+        let o = Options { epilogue: if bias.is_some() { EPILOGUE_BIAS } else { 0 }, bias, ..Options::default() };
+        Linear::with_options(dtype, m, n, k, ldw, ldx, ldy, &o)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_options(dtype: DType, m: u64, n: u64, k: u64, ldw: u64, ldx: u64, ldy: u64, e: &Options) -> Result<Linear, String> {
         let t = hip_type(dtype);
-        let mut l = Linear { desc: std::ptr::null_mut(), a: std::ptr::null_mut(), b: std::ptr::null_mut(), d: std::ptr::null_mut() };
+        let null = std::ptr::null_mut();
+        let mut l = Linear { desc: null, a: null, b: null, c: null, d: null };
         // SAFETY: out-parameters are fields of `l`, attribute values are locals that
         // live through each call.
         unsafe {
@@ -58,13 +83,28 @@ impl Linear {
             let set = |attr: i32, v: &[u8]| ok(lt::hipblasLtMatmulDescSetAttribute(l.desc, attr, v.as_ptr().cast(), v.len()), "DescSetAttribute");
             set(desc_attr::TRANSA, &OP_T.to_le_bytes())?;
             set(desc_attr::TRANSB, &OP_N.to_le_bytes())?;
-            if let Some(b) = bias {
-                set(desc_attr::EPILOGUE, &EPILOGUE_BIAS.to_le_bytes())?;
+            if e.epilogue != 0 {
+                set(desc_attr::EPILOGUE, &e.epilogue.to_le_bytes())?;
+            }
+            if let Some(b) = e.bias {
                 set(desc_attr::BIAS_POINTER, &b.to_le_bytes())?;
+            }
+            if let Some(bt) = e.bias_type {
+                set(desc_attr::BIAS_DATA_TYPE, &bt.to_le_bytes())?;
+            }
+            if e.device_scalars {
+                set(desc_attr::POINTER_MODE, &POINTER_MODE_DEVICE.to_le_bytes())?;
+            }
+            if e.uniform_order {
+                set(desc_attr::UNIFORM_SUMMATION_ORDER_EXT, &1i32.to_le_bytes())?;
             }
             ok(lt::hipblasLtMatrixLayoutCreate(&mut l.a, t, k, n, ldw as i64), "LayoutCreate A")?;
             ok(lt::hipblasLtMatrixLayoutCreate(&mut l.b, t, k, m, ldx as i64), "LayoutCreate B")?;
             ok(lt::hipblasLtMatrixLayoutCreate(&mut l.d, t, n, m, ldy as i64), "LayoutCreate D")?;
+            l.c = l.d;
+            if let Some(ldc) = e.ldc {
+                ok(lt::hipblasLtMatrixLayoutCreate(&mut l.c, t, n, m, ldc as i64), "LayoutCreate C")?;
+            }
         }
         Ok(l)
     }
@@ -79,7 +119,7 @@ impl Linear {
         // the preference is destroyed before returning.
         unsafe {
             ok(lt::hipblasLtMatmulPreferenceCreate(&mut pref), "PreferenceCreate")?;
-            let st = lt::hipblasLtMatmulAlgoGetHeuristic(h.0, self.desc, self.a, self.b, self.d, self.d, pref, 1, result.as_mut_ptr(), &mut returned);
+            let st = lt::hipblasLtMatmulAlgoGetHeuristic(h.0, self.desc, self.a, self.b, self.c, self.d, pref, 1, result.as_mut_ptr(), &mut returned);
             lt::hipblasLtMatmulPreferenceDestroy(pref);
             ok(st, "MatmulAlgoGetHeuristic")?;
         }
@@ -101,20 +141,37 @@ impl Linear {
     #[allow(clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
     pub fn run_algo(&self, h: &Handle, algo: Option<&MatmulAlgo>, alpha: f32, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Status {
         let beta = 0f32;
-        // SAFETY: this set's descriptors, host scalars that live through the call,
-        // device pointers the caller allocated, and the caller's stream.
+        let scalars = ((&alpha as *const f32).cast(), (&beta as *const f32).cast());
+        self.run_full(h, algo, scalars, (w, x, y, y), (ws, ws_size), stream)
+    }
+
+    /// Every argument: alpha and beta as passed (host floats, or device pointers in
+    /// pointer mode DEVICE), the operands (W, X, C, D), the workspace.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn run_full(
+        &self,
+        h: &Handle,
+        algo: Option<&MatmulAlgo>,
+        (alpha, beta): (*const c_void, *const c_void),
+        (w, x, c, y): (u64, u64, u64, u64),
+        (ws, ws_size): (u64, usize),
+        stream: *mut c_void,
+    ) -> Status {
+        // SAFETY: this set's descriptors, scalars the caller keeps alive through the
+        // call (host floats or device pointers, as its pointer mode says), device
+        // pointers the caller allocated, and the caller's stream.
         unsafe {
             lt::hipblasLtMatmul(
                 h.0,
                 self.desc,
-                (&alpha as *const f32).cast(),
+                alpha,
                 w as *const c_void,
                 self.a,
                 x as *const c_void,
                 self.b,
-                (&beta as *const f32).cast(),
-                y as *const c_void,
-                self.d,
+                beta,
+                c as *const c_void,
+                self.c,
                 y as *mut c_void,
                 self.d,
                 algo.map_or(std::ptr::null(), |a| a as *const MatmulAlgo),
@@ -132,6 +189,9 @@ impl Drop for Linear {
         unsafe {
             lt::hipblasLtMatrixLayoutDestroy(self.a);
             lt::hipblasLtMatrixLayoutDestroy(self.b);
+            if self.c != self.d {
+                lt::hipblasLtMatrixLayoutDestroy(self.c);
+            }
             lt::hipblasLtMatrixLayoutDestroy(self.d);
             lt::hipblasLtMatmulDescDestroy(self.desc);
         }

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod check;
 pub mod client;
 pub mod demo;
+pub mod epilogue;
 pub mod fit;
 pub mod gpu;
 pub mod grid;

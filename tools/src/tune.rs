@@ -10,7 +10,7 @@ use std::time::Instant;
 use skinnylt::engine::{Call, Device};
 use skinnylt::gpu::{self, Stream};
 use skinnylt::kernels::{self, KernelEntry};
-use skinnylt::route::{DType, Form, Problem};
+use skinnylt::route::{DType, Problem};
 use skinnylt::tuning;
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::{Fallback, MIN_BLOCKS};
@@ -410,21 +410,8 @@ impl Search<'_> {
     /// The problem of call `c` of a graph (call 0 for the check and for plans).
     fn problem(&self, c: usize) -> Problem {
         let (sh, (w, x, y)) = (self.sh, self.cs.set(c));
-        Problem {
-            dtype: self.tuner.dtype,
-            form: Form::Linear,
-            m: sh.m,
-            n: sh.n,
-            k: sh.k,
-            w,
-            ldw: sh.k as u64,
-            x,
-            ldx: sh.k as u64,
-            y,
-            ldy: sh.n as u64,
-            bias: if sh.bias { self.cs.db.1 } else { 0 },
-            alpha: 1.0,
-        }
+        let bias = if sh.bias { self.cs.db.1 } else { 0 };
+        Problem { w, x, y, bias, ..Problem::packed(self.tuner.dtype, sh.m, sh.n, sh.k, false) }
     }
 
     fn out_of_time(&self) -> bool {

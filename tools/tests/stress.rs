@@ -41,14 +41,14 @@ fn counters(intercepted: u64, reasons: &[(&str, u64)]) -> Counters {
 
 #[test]
 fn the_tally_must_equal_the_counter_deltas_exactly() {
-    let before = counters(1000, &[("beta", 5), ("no-gpu", 2)]);
-    let after = counters(1100, &[("beta", 12), ("no-gpu", 2), ("too-many-tokens", 3)]);
+    let before = counters(1000, &[("epilogue", 5), ("no-gpu", 2)]);
+    let after = counters(1100, &[("epilogue", 12), ("no-gpu", 2), ("too-many-tokens", 3)]);
     let delta = after.since(&before);
-    assert_eq!(delta, counters(100, &[("beta", 7), ("too-many-tokens", 3)]));
+    assert_eq!(delta, counters(100, &[("epilogue", 7), ("too-many-tokens", 3)]));
 
     let mut t = Tally::default();
     t.add(&Route::Ours, 60);
-    t.add(&Route::Forwarded("beta".into()), 7);
+    t.add(&Route::Forwarded("epilogue".into()), 7);
     let mut u = Tally::default();
     u.add(&Route::Ours, 40);
     u.add(&Route::Forwarded("too-many-tokens".into()), 3);
@@ -62,27 +62,27 @@ fn the_tally_must_equal_the_counter_deltas_exactly() {
     assert_eq!(short.compare(&delta), vec!["intercepted: counters 100 != calls 101".to_owned()]);
     let mut moved = Tally::default();
     moved.add(&Route::Ours, 100);
-    moved.add(&Route::Forwarded("beta".into()), 8);
+    moved.add(&Route::Forwarded("epilogue".into()), 8);
     moved.add(&Route::Forwarded("too-many-tokens".into()), 2);
     let e = moved.compare(&delta);
     assert_eq!(e.len(), 2, "{e:?}");
-    assert!(e.iter().any(|x| x.contains("beta")) && e.iter().any(|x| x.contains("too-many-tokens")));
+    assert!(e.iter().any(|x| x.contains("epilogue")) && e.iter().any(|x| x.contains("too-many-tokens")));
     // A reason only the counters saw.
-    let extra = counters(100, &[("beta", 7), ("too-many-tokens", 3), ("launch-failed", 1)]);
+    let extra = counters(100, &[("epilogue", 7), ("too-many-tokens", 3), ("launch-failed", 1)]);
     let e = t.compare(&extra);
     assert!(e.iter().any(|x| x.contains("launch-failed")) && e.iter().any(|x| x.starts_with("forwarded:")), "{e:?}");
 }
 
 #[test]
 fn one_call_s_route_is_read_off_the_counters() {
-    let before = counters(10, &[("beta", 1)]);
-    assert_eq!(counters(11, &[("beta", 1)]).route_of_one_call(&before), Some(Route::Ours));
-    assert_eq!(counters(10, &[("beta", 2)]).route_of_one_call(&before), Some(Route::Forwarded("beta".into())));
-    assert_eq!(counters(10, &[("beta", 1), ("alignment", 1)]).route_of_one_call(&before), Some(Route::Forwarded("alignment".into())));
+    let before = counters(10, &[("epilogue", 1)]);
+    assert_eq!(counters(11, &[("epilogue", 1)]).route_of_one_call(&before), Some(Route::Ours));
+    assert_eq!(counters(10, &[("epilogue", 2)]).route_of_one_call(&before), Some(Route::Forwarded("epilogue".into())));
+    assert_eq!(counters(10, &[("epilogue", 1), ("alignment", 1)]).route_of_one_call(&before), Some(Route::Forwarded("alignment".into())));
     // Nothing, or more than one call, is no route.
     assert_eq!(before.route_of_one_call(&before), None);
-    assert_eq!(counters(12, &[("beta", 1)]).route_of_one_call(&before), None);
-    assert_eq!(counters(11, &[("beta", 2)]).route_of_one_call(&before), None);
+    assert_eq!(counters(12, &[("epilogue", 1)]).route_of_one_call(&before), None);
+    assert_eq!(counters(11, &[("epilogue", 2)]).route_of_one_call(&before), None);
 }
 
 #[test]
@@ -130,8 +130,8 @@ fn the_mix_has_decode_shapes_and_every_designed_forward() {
     for s in &c {
         assert!(s.ldw >= s.k && s.ldy >= s.n && s.m >= 1, "{}", s.name());
         assert!(!s.gemv || (s.m == 1 && !s.bias && s.ldy == s.n), "{}", s.name());
-        assert!(s.expect.is_some() || s.beta == 0.0, "{}: beta != 0 is forwarded", s.name());
     }
+    assert!(c.iter().any(|s| s.expect.is_none() && s.beta != 0.0), "beta != 0 run by skinnylt");
     for m in [1, 3, 8, 16, 32, 64, 100] {
         for d in DType::ALL {
             assert!(c.iter().any(|s| s.expect.is_none() && s.m == m) && c.iter().any(|s| s.expect.is_none() && s.dtype == d), "M={m} {d:?}");
@@ -141,7 +141,7 @@ fn the_mix_has_decode_shapes_and_every_designed_forward() {
         assert!(c.iter().any(|s| s.expect.is_none() && (s.n, s.k) == (n, k)), "({n}, {k})");
     }
     assert!(c.iter().any(|s| s.gemv) && c.iter().any(|s| s.bias && s.n == 2880));
-    for r in ["too-many-tokens", "beta", "alignment"] {
+    for r in ["too-many-tokens", "alignment"] {
         assert!(c.iter().any(|s| s.expect == Some(r)), "{r}");
     }
     assert!(c.iter().any(|s| s.m == 256) && c.iter().any(|s| s.m == 512));
