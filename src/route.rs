@@ -670,9 +670,13 @@ fn overlap(c: u64, ldc: u64, y: u64, ldy: u64, m: u64, n: u64) -> bool {
     if c == y && ldc == ldy {
         return false;
     }
-    // Both spans were bounded by `valid_ld` (< 2^47 bytes): no overflow.
-    let end = |p: u64, ld: u64| p + 2 * ((m - 1) * ld + n);
-    c < end(y, ldy) && y < end(c, ldc)
+    // The spans were bounded by `valid_ld` (< 2^47 bytes); a pointer so high that
+    // its span would wrap the address space counts as overlapping (forwarded).
+    let end = |p: u64, ld: u64| p.checked_add(2 * ((m - 1) * ld + n));
+    match (end(y, ldy), end(c, ldc)) {
+        (Some(y_end), Some(c_end)) => c < y_end && y < c_end,
+        _ => true,
+    }
 }
 
 /// Largest K the kernels take (32-bit block and split arithmetic, with margin).
@@ -1008,6 +1012,17 @@ mod tests {
         l.desc.attrs.insert(desc_attr::VERSIONED_102, 0);
         assert!(l.route_with(&Policy { version: Some(1200), ..POLICY }).is_ok());
         assert!(l.route().is_ok(), "an unset (zero) activation argument");
+    }
+
+    /// C and D spans: one matrix, apart, overlapping, or so high they would wrap.
+    #[test]
+    fn c_and_d_overlap_only_as_one_matrix() {
+        assert!(!overlap(0x1000, 64, 0x1000, 64, 8, 64));
+        assert!(overlap(0x1000, 72, 0x1000, 64, 8, 64));
+        assert!(overlap(0x1002, 64, 0x1000, 64, 8, 64));
+        assert!(!overlap(0x1000 + 2 * 8 * 64, 64, 0x1000, 64, 8, 64));
+        assert!(overlap(u64::MAX - 1, 64, 0x1000, 64, 8, 64));
+        assert!(overlap(0x1000, 64, u64::MAX - 1, 64, 8, 64));
     }
 
     /// `UNIFORM_SUMMATION_ORDER_EXT` (non-zero) or `SKINNYLT_BATCH_INVARIANT` make

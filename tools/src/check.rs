@@ -66,6 +66,10 @@ pub struct Args {
     /// summation class (the unit of batch-invariant planning) must agree.
     #[arg(long)]
     pub summation_classes: bool,
+    /// Every epilogue variant on every (N, K) and M of the epilogue cases (by
+    /// default each case takes the next variant in turn).
+    #[arg(long)]
+    pub all_epilogues: bool,
     /// With --kernel-sweep: only kernels whose name contains this text (e.g. "vdmfma").
     #[arg(long)]
     pub kernel_filter: Option<String>,
@@ -162,7 +166,7 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
 
     // ---- the epilogues and scalars PyTorch uses, through the C API ----
     let t0 = Instant::now();
-    let epilogue_cases = epilogue_cases(a.limit.unwrap_or(usize::MAX));
+    let epilogue_cases = epilogue_cases(a.limit.unwrap_or(usize::MAX), a.all_epilogues);
     for (c, v) in &epilogue_cases {
         s.epilogue(c, v)?;
     }
@@ -202,18 +206,22 @@ fn grid_cases(limit: usize) -> Vec<Case> {
 }
 
 /// Every (N, K) of the public grid (its first `limit` shapes) at M = 1, 8, 32 and
-/// 128, dtypes alternating, each with the next epilogue variant in turn.
-fn epilogue_cases(limit: usize) -> Vec<(Case, Variant)> {
+/// 128, dtypes alternating, each with the next epilogue variant in turn, or with
+/// every variant (`all`).
+fn epilogue_cases(limit: usize, all: bool) -> Vec<(Case, Variant)> {
     let mut pairs: Vec<(u32, u32)> = grid::public().iter().take(limit).map(|sh| (sh.n, sh.k)).collect();
     pairs.dedup();
     let mut cases = Vec::new();
     for (n, k) in pairs {
         for m in [1, 8, 32, 128] {
-            let i = cases.len();
-            let (n, k) = (n as usize, k as usize);
-            let v = VARIANTS[i % VARIANTS.len()];
-            let case = Case { group: "epilogue", dtype: DType::ALL[i / VARIANTS.len() % 2], m, n, k, bias: false, ldw: k, ldy: n + 4 * (i % 2), workspace: i % 3 == 0 };
-            cases.push((case, v));
+            let first = cases.len();
+            for j in 0..if all { VARIANTS.len() } else { 1 } {
+                let i = first + j;
+                let (n, k) = (n as usize, k as usize);
+                let v = VARIANTS[i % VARIANTS.len()];
+                let case = Case { group: "epilogue", dtype: DType::ALL[i / VARIANTS.len() % 2], m, n, k, bias: false, ldw: k, ldy: n + 4 * (i % 2), workspace: i % 3 == 0 };
+                cases.push((case, v));
+            }
         }
     }
     cases
