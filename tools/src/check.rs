@@ -317,10 +317,16 @@ impl Inputs<'_> {
 /// padding columns of Y (n..ldy) untouched (still poisoned), every element
 /// written and finite, the relative error within the dtype's tolerance; the error.
 fn check_output(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], want: &[f64]) -> Result<f64, String> {
+    check_output_scaled(dtype, m, n, ldy, y, want, want)
+}
+
+/// `check_output` with the error relative to `scale` (`reference::rel_error_scaled`):
+/// the values before an activation.
+fn check_output_scaled(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], want: &[f64], scale: &[f64]) -> Result<f64, String> {
     if (0..m).any(|t| (n..ldy).any(|j| y[t * ldy + j] != 0xffff)) {
         return Err("wrote outside the m×n output".into());
     }
-    match reference::rel_error(dtype, m, n, y, ldy, want) {
+    match reference::rel_error_scaled(dtype, m, n, y, ldy, want, scale) {
         None => Err("output not fully written (NaN poison left) or non-finite".into()),
         Some(e) if e > reference::tolerance(dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(dtype))),
         Some(e) => Ok(e),
@@ -538,6 +544,7 @@ impl<'a> Suite<'a> {
         let out_bias = variant.bias == BiasKind::Output;
         let product = reference::reference(ke.dtype, m, n, k, &host.w, ldw, &host.x, k, out_bias.then_some(&host.b[..]), variant.alpha as f64);
         let want = variant.reference(ke.dtype, m, n, &product, &extra);
+        let scale = variant.pre_activation(ke.dtype, m, n, &product, &extra);
         let d = host.upload(cu, m, ldy)?;
         let ext = ExtraBuffers::upload(cu, &variant, &extra, m)?;
         let p = Problem {
@@ -565,7 +572,7 @@ impl<'a> Suite<'a> {
                     cu.dtoh(&mut y, d.dy.1)?;
                     Ok(y)
                 })
-                .and_then(|y| check_output(ke.dtype, m, n, ldy, &y, &want))
+                .and_then(|y| check_output_scaled(ke.dtype, m, n, ldy, &y, &want, &scale))
                 .map(|e| {
                     tally.worst = tally.worst.max(e);
                     tally.ok += 1;
@@ -679,7 +686,8 @@ impl<'a> Suite<'a> {
             .and_then(|y| {
                 let product = reference::reference(c.dtype, c.m, c.n, c.k, &host.w, c.ldw, &host.x, c.k, out_bias.then_some(&host.b[..]), v.alpha as f64);
                 let want = v.reference(c.dtype, c.m, c.n, &product, &extra);
-                check_output(c.dtype, c.m, c.n, c.ldy, &y, &want).map(|e| format!("rel_err={e:.3e}"))
+                let scale = v.pre_activation(c.dtype, c.m, c.n, &product, &extra);
+                check_output_scaled(c.dtype, c.m, c.n, c.ldy, &y, &want, &scale).map(|e| format!("rel_err={e:.3e}"))
             });
         self.record(name, res);
         Ok(())

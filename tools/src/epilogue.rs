@@ -132,21 +132,27 @@ impl Variant {
     /// The float64 result from `product` = alpha · X · Wᵀ (+ the output-type bias,
     /// which `reference::reference` adds): + beta · C, + the fp32 bias, activation.
     pub fn reference(&self, dtype: DType, m: usize, n: usize, product: &[f64], h: &HostData) -> Vec<f64> {
+        let pre = self.pre_activation(dtype, m, n, product, h);
+        match self.act {
+            EPI_RELU => pre.iter().map(|y| y.max(0.0)).collect(),
+            EPI_GELU => pre.iter().map(|&y| gelu(y)).collect(),
+            _ => pre,
+        }
+    }
+
+    /// The values the activation takes: the scale errors are judged at
+    /// (`reference::rel_error_scaled`).
+    pub fn pre_activation(&self, dtype: DType, m: usize, n: usize, product: &[f64], h: &HostData) -> Vec<f64> {
         let mut out = product.to_vec();
         for t in 0..m {
             for j in 0..n {
-                let mut y = product[t * n + j];
+                let y = &mut out[t * n + j];
                 if self.c != COperand::Unused && self.beta != 0.0 {
-                    y += self.beta as f64 * reference::from_bits(dtype, h.c[t * h.ldc + j]) as f64;
+                    *y += self.beta as f64 * reference::from_bits(dtype, h.c[t * h.ldc + j]) as f64;
                 }
                 if self.bias == BiasKind::F32 {
-                    y += h.bias_f32[j] as f64;
+                    *y += h.bias_f32[j] as f64;
                 }
-                out[t * n + j] = match self.act {
-                    EPI_RELU => y.max(0.0),
-                    EPI_GELU => gelu(y),
-                    _ => y,
-                };
             }
         }
         out

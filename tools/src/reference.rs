@@ -147,6 +147,14 @@ pub fn reference(d: DType, m: usize, n: usize, k: usize, w: &[u16], ldw: usize, 
 /// ‖got − ref‖_F / ‖ref‖_F over the m×n result (`got` has leading dimension ldy);
 /// `None` when any element is NaN/Inf (e.g. still poisoned).
 pub fn rel_error(d: DType, m: usize, n: usize, got: &[u16], ldy: usize, reference: &[f64]) -> Option<f64> {
+    rel_error_scaled(d, m, n, got, ldy, reference, reference)
+}
+
+/// ‖got − ref‖_F / ‖scale‖_F: the error relative to the magnitude the computation
+/// works at. For an activation that flattens values (ReLU, GELU's tail) `scale` is
+/// the values before it: GELU(-8.5) is about 1e-24 in float64 and 0 in any fp32
+/// implementation (hipBLASLt's reference too), an error of nothing at that scale.
+pub fn rel_error_scaled(d: DType, m: usize, n: usize, got: &[u16], ldy: usize, reference: &[f64], scale: &[f64]) -> Option<f64> {
     let (mut num, mut den) = (0f64, 0f64);
     for t in 0..m {
         for j in 0..n {
@@ -154,9 +162,9 @@ pub fn rel_error(d: DType, m: usize, n: usize, got: &[u16], ldy: usize, referenc
             if !g.is_finite() {
                 return None;
             }
-            let r = reference[t * n + j];
+            let (r, s) = (reference[t * n + j], scale[t * n + j]);
             num += (g - r) * (g - r);
-            den += r * r;
+            den += s * s;
         }
     }
     Some((num / den.max(1e-30)).sqrt())
@@ -182,6 +190,18 @@ mod tests {
         }
         assert_eq!(to_bits(DType::F16, 1.0), 0x3c00);
         assert_eq!(to_bits(DType::Bf16, 1.0), 0x3f80);
+    }
+
+    /// Judged at the scale before the activation, GELU's flushed tail passes and
+    /// a wrong value still fails.
+    #[test]
+    fn scaled_error_judges_at_the_pre_activation_scale() {
+        let d = DType::Bf16;
+        let (zero, one) = ([to_bits(d, 0.0)], [to_bits(d, 1.0)]);
+        let (want, pre) = ([-1e-10], [-8.5]); // a tail value fp32 flushes to 0
+        assert!(rel_error(d, 1, 1, &zero, 1, &want).unwrap() > 0.99);
+        assert!(rel_error_scaled(d, 1, 1, &zero, 1, &want, &pre).unwrap() < 1e-10);
+        assert!(rel_error_scaled(d, 1, 1, &one, 1, &want, &pre).unwrap() > tolerance(d));
     }
 
     #[test]
