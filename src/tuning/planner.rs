@@ -149,7 +149,7 @@ pub fn invariant_splits(p: &Problem) -> impl Iterator<Item = u32> + use<> {
 /// measured winner at that M (`measured(m)`: kernel and split) loses nothing; ties
 /// go to the pair holding more winners. (Anchoring on the winners' predicted times
 /// instead, or taking the pair that holds the most winners, measured slower on the
-/// H100's public grid: docs/design.md.) At `p.m` the measured winner runs if the
+/// H100's public grid: docs/design.md, section 3.4.) At `p.m` the measured winner runs if the
 /// pair holds it, else the class's fastest predicted kernel. `fits(kernel, s)`:
 /// the launch plan keeps split `s` at the largest M (partials capacity, counters).
 pub fn invariant_best(

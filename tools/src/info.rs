@@ -10,6 +10,8 @@ pub fn run() -> i32 {
         println!("  {:<7} {:>3} kernels, {:>7} bytes of code object", a.arch.name(), a.kernels.len(), a.image.len());
     }
     println!("enabled: {} (SKINNYLT_DISABLE), max tokens: {} (SKINNYLT_MAX_M)", p.enabled(), p.config.max_m);
+    let invariant = if p.config.batch_invariant { "every call" } else { "calls whose descriptor sets UNIFORM_SUMMATION_ORDER_EXT" };
+    println!("batch-invariant: {invariant} (SKINNYLT_BATCH_INVARIANT)");
     match p.real_lib() {
         Some(r) => {
             let missing: Vec<_> = r.fns.missing().into_iter().map(|(_, n)| n).collect();

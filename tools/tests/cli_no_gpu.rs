@@ -97,11 +97,13 @@ fn info_reports_configuration_problems() {
         .env("SKINNYLT_STANDALONE", "")
         .env("SKINNYLT_REAL_LIB", "/nonexistent/libhipblaslt.so.1")
         .env("SKINNYLT_TUNING_FILE", "/dev/zero")
+        .env("SKINNYLT_BATCH_INVARIANT", "on")
         .output()
         .expect("run skinnylt info");
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("enabled: false"), "SKINNYLT_DISABLE=TRUE ignored: {stdout}");
+    assert!(stdout.contains("batch-invariant: every call"), "SKINNYLT_BATCH_INVARIANT=on ignored: {stdout}");
     for var in ["SKINNYLT_WORKSPACE_MB", "SKINNYLT_MAX_M", "SKINNYLT_REAL_LIB"] {
         assert_eq!(stderr.matches(var).count(), 1, "{var} not reported once on stderr: {stderr}");
         assert!(stdout.lines().skip_while(|l| !l.starts_with("configuration problems")).any(|l| l.contains(var)), "{var} not in info: {stdout}");
