@@ -62,6 +62,7 @@ impl Engine {
             None => (0, 0),
         };
         let (prefetch_row_bytes, pdl_flags) = if pdl { (dev.pdl_prefetch_row_bytes, dev.pdl_flags) } else { (0, 0) };
+        let config = kernels::for_arch(dev.arch).kernels[plan.kernel].config;
         let params = GemmParams {
             w: p.w,
             x: p.x,
@@ -86,11 +87,9 @@ impl Engine {
             prefetch_row_bytes,
             pdl_flags,
             flags: p.epilogue | if p.batch_invariant { SPLIT_IN_ORDER } else { 0 },
-            split_unit: 1,
+            // Batch-invariant: K split at the same k whatever the kernel's K block.
+            split_unit: if p.batch_invariant { (INVARIANT_K_UNIT / config.tile_k) as i32 } else { 1 },
         };
-        let config = kernels::for_arch(dev.arch).kernels[plan.kernel].config;
-        // Batch-invariant: K split at the same k whatever the kernel's K block.
-        let params = GemmParams { split_unit: if p.batch_invariant { (INVARIANT_K_UNIT / config.tile_k) as i32 } else { 1 }, ..params };
         let maps = if config.tma {
             let encode = |t: &Tile2d| dev.rt.tensor_map_2d(t).map_err(|e| Error::Launch(format!("tensor map for {t:?}: {e}")));
             let [w, x] = tma_tiles(&config, p);

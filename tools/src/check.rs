@@ -554,9 +554,16 @@ impl<'a> Suite<'a> {
                 BiasKind::F32 => ext.bias_f32.1,
             },
             epilogue: variant.kernel_bits(),
+            dtype: ke.dtype,
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            w: d.dw.1,
+            ldw: ldw as u64,
+            x: d.dx.1,
+            ldx: k as u64,
             ..ext.problem(&variant, d.dy.1, ldy)
         };
-        let p = Problem { dtype: ke.dtype, m: m as u32, n: n as u32, k: k as u32, w: d.dw.1, ldw: ldw as u64, x: d.dx.1, ldx: k as u64, ..p };
         for (si, &split) in SWEEP_SPLITS.iter().enumerate() {
             let name = format!("sweep {} M={m} N={n} K={k} split={split} ldw={ldw} ldy={ldy} {}", ke.name, variant.name());
             // A caller workspace on every other run.
