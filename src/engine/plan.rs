@@ -49,8 +49,9 @@ pub struct Plan {
 ///    (`Band::holds_at`): its kernel and split, or "forward" when there is a library
 ///    to forward to (`can_forward`);
 /// 2. the planner, where the table has its constants: the candidate with the least
-///    predicted time, run only where it beats the vendor's predicted time by the
-///    model's margin when there is a library to forward to;
+///    predicted time, run only where, at the slow end of its calibration, it beats
+///    the vendor's predicted time by the model's margin when there is a library to
+///    forward to;
 /// 3. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
     if p.batch_invariant {
@@ -103,14 +104,19 @@ fn invariant(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem) -> Re
     }
 }
 
-/// The planner's choice for `p` on `t`, and its predicted time: every kernel of the
-/// arch's catalog at every split, each split as the launch plan would cap it.
+/// The planner's choice for `p` on `t` (every kernel of the arch's catalog at every
+/// split, each split as the launch plan would cap it), and the time its win over
+/// the vendor is judged by: the choice's time at the slow end of its calibration
+/// (`CostModel::predict_high`).
 pub fn planned(model: &CostModel, t: &Target, p: &Problem) -> Option<(Choice, f64)> {
     let facts = schema::target(t.arch.name())?;
     let dev = planner::Device { units: t.units, facts };
-    let catalog = kernels::for_arch(t.arch).kernels.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config));
+    let all = kernels::for_arch(t.arch).kernels;
+    let catalog = all.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config));
     let cap = |kernel, s| plan(t, Choice::Run { kernel, split_k: s }, p).map_or(s, |pl| pl.split_k);
-    planner::best(model, &dev, catalog, p, cap)
+    let (choice, _) = planner::best(model, &dev, catalog, p, cap)?;
+    let Choice::Run { kernel, split_k } = choice else { return None };
+    Some((choice, model.predict_high(&dev, &all[kernel].config, split_k, p)?))
 }
 
 /// The geometry of running `choice` for `p` on `t`.

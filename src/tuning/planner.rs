@@ -15,14 +15,42 @@
 //!   `partial_us_per_kib`·(one CTA's fp32 partial tile, KiB), and outside a
 //!   cluster the partials' round trip at `partials_tbs`.
 //!
+//! Calibration: the model is a handful of constants per kind of kernel, and single
+//! kernels differ from their kind by more than the differences between the
+//! candidates it ranks (a pick among hundreds is the one the model underrates).
+//! Where a table carries `calibration` (`skinnylt fit`), each kernel's predicted
+//! time above the copy floor is scaled by the median of its measured/predicted
+//! excess at that count of token tiles, and the planner plans only the kernels and
+//! token-tile counts that were measured on the device. Scaling the excess, not the
+//! time, keeps every prediction above the floor that no kernel beats. Measured on
+//! the H100, leaving whole shapes out of the fit: the pick is within 1.09x of the
+//! best candidate measured, against 1.15x uncalibrated (tuning/README.md).
+//!
 //! The vendor library's time is modelled too (`VendorCost`, fitted so that it errs
-//! towards the vendor being faster), so that with a real
+//! towards the vendor being faster; narrow outputs stream slower there), so that with a real
 //! hipBLASLt present a shape no table lists runs on skinnylt only where the
 //! predicted win clears `margin`.
 
 use super::Choice;
-use super::schema::{CostModel, DType, KernelConfig, KindCost, TargetFacts, MAX_CLUSTER_SPLIT};
+use super::schema::{Calibration, CostModel, DType, KernelConfig, KindCost, TargetFacts, MAX_CLUSTER_SPLIT};
 use crate::route::Problem;
+
+/// The quantile of a kernel's measured excess factors that `Calibration::excess_high`
+/// is: a predicted win runs (with a vendor to forward to) only where it holds at
+/// this end of the kernel's spread (tuning/README.md has what this bought on the
+/// H100, scored on shapes left out of the fit).
+pub const SPREAD_QUANTILE: f64 = 0.9;
+/// Token-tile counts from this one on share one calibration entry.
+pub const CALIBRATED_TILES: u32 = 4;
+/// The least time above the floor calibration scales (µs): a prediction at the
+/// floor still keeps its kernel's measured overhead.
+pub const MIN_EXCESS_US: f64 = 0.05;
+
+/// The calibration entry a kernel running `m` tokens falls in: its count of token
+/// tiles, the counts from `CALIBRATED_TILES` on as one.
+pub fn token_tiles(c: &KernelConfig, m: u32) -> u32 {
+    m.div_ceil(c.tile_m).clamp(1, CALIBRATED_TILES)
+}
 
 /// Split-K factors the planner considers (as the tuner does).
 pub const SPLITS: [u32; 12] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32];
@@ -41,9 +69,42 @@ impl CostModel {
         self.kinds.iter().find(|k| k.family == c.family && k.cluster == c.cluster && k.tma == c.tma)
     }
 
-    /// Predicted time (µs) of kernel `c` at split `s` on `p`; `None` for a kind the
-    /// model has no constants for.
+    /// Predicted time (µs) of kernel `c` at split `s` on `p`, calibrated where the
+    /// table has calibration; `None` for a kind without constants, or a kernel or
+    /// token-tile count the calibration did not measure.
     pub fn predict(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
+        self.calibrated(dev, c, s, p, |e| e.excess)
+    }
+
+    /// The time kernel `c` at split `s` takes on `p` at most, but for the slowest
+    /// of its measurements (`Calibration::excess_high`): what a predicted win must
+    /// hold against before skinnylt runs a shape no table lists. The model's time
+    /// without calibration.
+    pub fn predict_high(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
+        self.calibrated(dev, c, s, p, |e| e.excess_high)
+    }
+
+    fn calibrated(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem, factor: impl Fn(&Calibration) -> f64) -> Option<f64> {
+        let t = self.modelled(dev, c, s, p)?;
+        if self.calibration.is_empty() {
+            return Some(t);
+        }
+        let tiles = token_tiles(c, p.m);
+        let excess = factor(self.calibration.iter().find(|e| e.token_tiles == tiles && e.kernel == *c)?);
+        let floor = self.floor_us(p);
+        Some(floor + (t - floor).max(MIN_EXCESS_US) * excess)
+    }
+
+    /// The time (µs) the bytes of `p` take at the model's DRAM bandwidth.
+    pub fn floor_us(&self, p: &Problem) -> f64 {
+        let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+        2.0 * (n * k + m * k + m * n) / (self.dram_tbs * 1e6)
+    }
+
+    /// The model's time (µs) of kernel `c` at split `s` on `p`, before calibration
+    /// (what `skinnylt fit` fits the constants to); `None` for a kind the model has
+    /// no constants for.
+    pub fn modelled(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
         let kind = self.kind(c)?;
         let (n, k) = (p.n as f64, p.k as f64);
         let tiles = (p.n.div_ceil(c.tile_n) as f64) * (p.m.div_ceil(c.tile_m) as f64);
@@ -74,7 +135,8 @@ impl CostModel {
         let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
         let bytes = 2.0 * (n * k + m * k + m * n);
         let v = &self.vendor;
-        (v.fixed_us + v.per_m_us * m / 128.0 + v.per_kilo_k_us * k / 1024.0).max(v.base_us + bytes / (v.tbs * 1e6))
+        let narrow = if v.full_n > 0.0 { (n / v.full_n).min(1.0).powf(v.narrow_exponent) } else { 1.0 };
+        (v.fixed_us + v.per_m_us * m / 128.0 + v.per_kilo_k_us * k / 1024.0).max(v.base_us + bytes / (v.tbs * narrow * 1e6))
     }
 }
 
@@ -227,8 +289,9 @@ pub(crate) fn test_model(kinds: &[(super::schema::Family, bool, bool)]) -> CostM
         wave_us: 0.6,
         unit_shared_bytes: 228 << 10,
         unit_threads: 2048,
-        vendor: super::schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0 },
+        vendor: super::schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0, full_n: 0.0, narrow_exponent: 0.0 },
         margin: 1.15,
+        calibration: Vec::new(),
     }
 }
 
@@ -311,11 +374,57 @@ mod tests {
         }
     }
 
+    /// Calibration scales a kernel's predicted time above the floor by its
+    /// measured factor at the problem's token-tile count (counts from
+    /// `CALIBRATED_TILES` on sharing one entry), never predicts below the floor,
+    /// and leaves every kernel and token-tile count it did not measure unplanned.
+    #[test]
+    fn calibration_scales_the_excess_and_plans_only_what_was_measured() {
+        let d = dev();
+        let plain = model();
+        let (a, b) = (cfg(8, 16, true), cfg(8, 64, false));
+        let entry = |kernel, token_tiles, excess| Calibration { kernel, token_tiles, excess, excess_high: excess * 1.5, samples: 3 };
+        let calibrated = CostModel { calibration: vec![entry(b, 1, 2.0), entry(b, CALIBRATED_TILES, 0.5), entry(a, 2, 1e-6)], ..plain.clone() };
+        let p = Problem::packed(DType::Bf16, 4, 2048, 7168, false);
+        let (t, floor) = (plain.predict(&d, &b, 2, &p).unwrap(), calibrated.floor_us(&p));
+        assert!(t > floor);
+        assert_eq!(calibrated.predict(&d, &b, 2, &p).unwrap(), floor + (t - floor) * 2.0);
+        // Kernel a was not measured at one token tile: not predicted, so not planned,
+        // even where the uncalibrated model prefers it.
+        assert!(calibrated.predict(&d, &a, 1, &p).is_none());
+        let catalog = [(0, DType::Bf16, &a), (1, DType::Bf16, &b)];
+        let choice = |m: &CostModel, p: &Problem| best(m, &d, catalog.iter().copied(), p, |_, s| s).map(|(c, _)| c);
+        assert!(matches!(choice(&plain, &p), Some(Choice::Run { kernel: 0, .. })), "the test needs the model to prefer kernel a");
+        assert!(matches!(choice(&calibrated, &p), Some(Choice::Run { kernel: 1, .. })));
+        // 12 tokens in 8-token tiles are two tiles: only a has that entry, and a
+        // factor near zero still leaves the floor.
+        let twelve = Problem { m: 12, ..p };
+        assert!(calibrated.predict(&d, &b, 1, &twelve).is_none());
+        assert!(calibrated.predict(&d, &a, 1, &twelve).unwrap() >= calibrated.floor_us(&twelve));
+        assert!(matches!(choice(&calibrated, &twelve), Some(Choice::Run { kernel: 0, .. })));
+        // 4 tiles and more share the last entry.
+        for m in [25, 32, 100, 128] {
+            let q = Problem { m, ..p };
+            let t = plain.predict(&d, &b, 1, &q).unwrap();
+            let floor = calibrated.floor_us(&q);
+            assert_eq!(calibrated.predict(&d, &b, 1, &q).unwrap(), floor + (t - floor).max(MIN_EXCESS_US) * 0.5, "M={m}");
+        }
+        // Nothing measured for 3 tiles: no candidate at all.
+        assert!(choice(&calibrated, &Problem { m: 20, ..p }).is_none());
+    }
+
     #[test]
     fn the_vendor_model_has_a_floor_and_streams() {
         let m = model();
         assert_eq!(m.vendor_us(&Problem::packed(DType::Bf16, 1, 64, 64, false)), 6.0 + 0.7 / 128.0);
         let big = Problem::packed(DType::Bf16, 1, 16384, 16384, false);
-        assert!((m.vendor_us(&big) - (3.7 + 2.0 * (16384.0 * 16384.0 + 16384.0 + 16384.0) / 3.0e6)).abs() < 1e-6);
+        let streamed = 3.7 + 2.0 * (16384.0 * 16384.0 + 16384.0 + 16384.0) / 3.0e6;
+        assert!((m.vendor_us(&big) - streamed).abs() < 1e-6);
+        // Narrow outputs stream slower, wide ones not at all.
+        let narrowing = CostModel { vendor: super::super::schema::VendorCost { full_n: 4096.0, narrow_exponent: 0.5, ..m.vendor }, ..m.clone() };
+        assert!((narrowing.vendor_us(&big) - streamed).abs() < 1e-6);
+        let narrow = Problem::packed(DType::Bf16, 1, 1024, 65536, false);
+        let bytes = 2.0 * (1024.0 * 65536.0 + 65536.0 + 1024.0);
+        assert!((narrowing.vendor_us(&narrow) - (3.7 + bytes / (3.0e6 * 0.5))).abs() < 1e-6);
     }
 }

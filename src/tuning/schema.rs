@@ -393,6 +393,29 @@ pub struct CostModel {
     /// to, only where its predicted time beats the vendor's predicted time by this
     /// factor.
     pub margin: f64,
+    /// Measured corrections of single kernels (`skinnylt fit`): where present, the
+    /// planner plans only the kernels listed here, each at the token-tile counts
+    /// it was measured at (`crate::tuning::planner`, calibration).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<Calibration>,
+}
+
+/// How far one kernel's measured time above the copy floor differs from the
+/// model's, at one count of token tiles (⌈M / tile_m⌉, counts from
+/// `planner::CALIBRATED_TILES` on sharing one entry): the median over every
+/// measurement of that kernel on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub kernel: KernelConfig,
+    pub token_tiles: u32,
+    /// Measured time above the floor over predicted time above the floor: the
+    /// median (ranks the kernels) and a high quantile (`planner::SPREAD_QUANTILE`;
+    /// decides whether a predicted win is sure enough to run).
+    pub excess: f64,
+    pub excess_high: f64,
+    /// Measurements the median was taken over.
+    pub samples: u32,
 }
 
 /// The cost constants of one kind of kernel.
@@ -427,6 +450,13 @@ pub struct VendorCost {
     pub per_kilo_k_us: f64,
     pub base_us: f64,
     pub tbs: f64,
+    /// Narrow outputs stream slower (fewer output tiles to spread over the
+    /// device): below `full_n` output features the bandwidth falls as
+    /// (N / full_n)^`narrow_exponent`. 0: no such fall (`full_n` absent).
+    #[serde(default)]
+    pub full_n: f64,
+    #[serde(default)]
+    pub narrow_exponent: f64,
 }
 
 impl TuningFile {

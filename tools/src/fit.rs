@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use skinnylt::gpu::Arch;
 use skinnylt::route::Problem;
-use skinnylt::tuning::planner::Device;
-use skinnylt::tuning::schema::{CostModel, Family, KernelConfig, KindCost, TuningFile, VendorCost, target};
+use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, token_tiles};
+use skinnylt::tuning::schema::{Calibration, CostModel, Family, KernelConfig, KindCost, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
 
@@ -31,9 +31,14 @@ pub struct Args {
     /// The tuning table whose `planner` section is written (its entries are kept).
     #[arg(long)]
     pub out: String,
-    /// Run on an unlisted shape only where the predicted win clears this factor.
-    #[arg(long, default_value_t = 1.15)]
+    /// Run on an unlisted shape only where the predicted win clears this factor
+    /// (with calibration: at the slow end of the kernel's measured spread).
+    #[arg(long, default_value_t = 1.1)]
     pub margin: f64,
+    /// Also score the planner on shapes left out of the fit, in this many groups
+    /// (each group is refitted without its shapes).
+    #[arg(long = "cross-validate", default_value_t = 0)]
+    pub cross_validate: usize,
 }
 
 pub fn run(a: &Args) -> i32 {
@@ -47,6 +52,7 @@ pub fn run(a: &Args) -> i32 {
 }
 
 /// One measured candidate.
+#[derive(Clone)]
 struct Sample {
     device: String,
     p: Problem,
@@ -87,23 +93,168 @@ fn fit(a: &Args) -> Result<(), String> {
     if file.arch != arch.name() {
         return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
     }
-    let mut kinds: Vec<(Family, bool, bool)> = samples.iter().map(|s| (s.c.family, s.c.cluster, s.c.tma)).collect();
-    kinds.sort();
-    kinds.dedup();
-    let space = Space { kinds, template: unit_model(arch, a.margin) };
-    let kernel_model = space.solve(&dev, &samples);
-    let vendor_cost = fit_vendor(&vendor);
     let mut devices: Vec<&str> = samples.iter().map(|s| s.device.as_str()).collect();
     devices.sort();
     devices.dedup();
     let source = format!("fitted to {} candidate and {} vendor times measured with tune --dump on {}", samples.len(), vendor.len(), devices.join(", "));
-    let model = CostModel { vendor: vendor_cost, source, ..kernel_model };
-    report(&model, &dev, &samples, &vendor);
+    let model = CostModel { source, ..fit_all(arch, a.margin, &dev, &samples, &vendor) };
+    println!("{} candidates on {} problems, {} kernel calibrations", samples.len(), vendor.len(), model.calibration.len());
+    let mut errors: Vec<f64> = samples.iter().filter_map(|s| Some((model.predict(&dev, &s.c, s.split, &s.p)? / s.us).ln().abs())).collect();
+    errors.sort_by(f64::total_cmp);
+    println!("median prediction error {:.1} % (calibrated, in sample)", (errors[errors.len() / 2].exp() - 1.0) * 100.0);
+    let measured = problems(&samples, &vendor);
+    Scores::of(&model, &dev, &measured).print("in sample, calibrated");
+    Scores::of(&CostModel { calibration: Vec::new(), ..model.clone() }, &dev, &measured).print("in sample, uncalibrated");
+    fallback_report(&dev, &samples);
+    let mut verr: Vec<f64> = vendor.iter().map(|(p, us)| (model.vendor_us(p) / us).ln().abs()).collect();
+    verr.sort_by(f64::total_cmp);
+    println!("vendor model: median error {:.1} %", (verr[verr.len() / 2].exp() - 1.0) * 100.0);
+    if a.cross_validate > 1 {
+        cross_validate(a.cross_validate, arch, a.margin, &dev, &samples, &vendor);
+    }
     file.planner = Some(model);
     let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
     std::fs::write(&a.out, text + "\n").map_err(|e| format!("{}: {e}", a.out))?;
     println!("planner constants written to {}", a.out);
     Ok(())
+}
+
+/// The kernels' constants, their calibration and the vendor model, fitted to
+/// `samples` and `vendor`.
+fn fit_all(arch: Arch, margin: f64, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) -> CostModel {
+    let mut kinds: Vec<(Family, bool, bool)> = samples.iter().map(|s| (s.c.family, s.c.cluster, s.c.tma)).collect();
+    kinds.sort();
+    kinds.dedup();
+    let space = Space { kinds, template: unit_model(arch, margin) };
+    let model = space.solve(dev, samples);
+    let calibration = calibrate(&model, dev, samples);
+    CostModel { vendor: fit_vendor(vendor), calibration, ..model }
+}
+
+/// The fewest measurements a calibration entry is the median of.
+const MIN_CALIBRATION_SAMPLES: usize = 3;
+
+/// Per kernel and token-tile count (`planner::token_tiles`): the median and the
+/// `SPREAD_QUANTILE` quantile of the measured over the modelled time above the
+/// floor (`CostModel::floor_us`).
+fn calibrate(model: &CostModel, dev: &Device, samples: &[Sample]) -> Vec<Calibration> {
+    let mut by: HashMap<(KernelConfig, u32), Vec<f64>> = HashMap::new();
+    for s in samples {
+        let Some(t) = model.modelled(dev, &s.c, s.split, &s.p) else { continue };
+        let floor = model.floor_us(&s.p);
+        let ratio = (s.us - floor).max(MIN_EXCESS_US) / (t - floor).max(MIN_EXCESS_US);
+        by.entry((s.c, token_tiles(&s.c, s.p.m))).or_default().push(ratio.ln());
+    }
+    let mut out: Vec<Calibration> = by
+        .into_iter()
+        .filter(|(_, v)| v.len() >= MIN_CALIBRATION_SAMPLES)
+        .map(|((kernel, token_tiles), mut v)| {
+            v.sort_by(f64::total_cmp);
+            let high = v[((v.len() - 1) as f64 * SPREAD_QUANTILE).round() as usize];
+            Calibration { kernel, token_tiles, excess: v[v.len() / 2].exp(), excess_high: high.exp(), samples: v.len() as u32 }
+        })
+        .collect();
+    // A stable order, so that a refit changes the file only where a number moved.
+    out.sort_by_key(|c| (format!("{:?}", c.kernel), c.token_tiles));
+    out
+}
+
+/// One measured problem: its candidates and the vendor's time.
+struct Measured<'a> {
+    candidates: Vec<&'a Sample>,
+    vendor_us: f64,
+    p: Problem,
+}
+
+fn problems<'a>(samples: &'a [Sample], vendor: &[VendorSample]) -> Vec<Measured<'a>> {
+    let key = |p: &Problem| (p.m, p.n, p.k, p.has_bias());
+    let mut by: HashMap<(u32, u32, u32, bool), Vec<&Sample>> = HashMap::new();
+    for s in samples {
+        by.entry(key(&s.p)).or_default().push(s);
+    }
+    vendor.iter().filter_map(|(p, v)| Some(Measured { candidates: by.remove(&key(p))?, vendor_us: *v, p: *p })).collect()
+}
+
+/// How a model's picks fare on measured problems: the pick among the measured
+/// candidates against the best of them, against the vendor when it must run
+/// everything (standalone), and as deployed (run where the predicted win clears
+/// the margin at the slow end of the pick's calibration, else the vendor's time).
+struct Scores {
+    regret: Vec<f64>,
+    alone: Vec<f64>,
+    deployed: Vec<f64>,
+    margin: f64,
+}
+
+impl Scores {
+    fn of<'a: 'b, 'b>(model: &CostModel, dev: &Device, problems: impl IntoIterator<Item = &'b Measured<'a>>) -> Scores {
+        let mut s = Scores { regret: Vec::new(), alone: Vec::new(), deployed: Vec::new(), margin: model.margin };
+        s.add(model, dev, problems);
+        s
+    }
+
+    fn add<'a: 'b, 'b>(&mut self, model: &CostModel, dev: &Device, problems: impl IntoIterator<Item = &'b Measured<'a>>) {
+        for pr in problems {
+            // (predicted, measured, predicted at the slow end) per candidate.
+            let predicted = pr.candidates.iter().filter_map(|c| Some((model.predict(dev, &c.c, c.split, &c.p)?, c.us, model.predict_high(dev, &c.c, c.split, &c.p)?)));
+            let Some((_, us, us_high)) = predicted.min_by(|a, b| a.0.total_cmp(&b.0)) else { continue };
+            let best = pr.candidates.iter().map(|c| c.us).fold(f64::INFINITY, f64::min);
+            self.regret.push(us / best);
+            self.alone.push(pr.vendor_us / us);
+            self.deployed.push(if model.vendor_us(&pr.p) >= model.margin * us_high { pr.vendor_us / us } else { 1.0 });
+        }
+    }
+
+    fn print(&self, what: &str) {
+        let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
+        let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+        let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        println!(
+            "{what}: pick against the best measured {:.3} (worst {:.2}); standalone over the vendor {:.3} (min {:.2}); deployed at margin {:.2}: {:.3} (min {:.2}, {} of {} below 0.97)",
+            geo(&self.regret),
+            max(&self.regret),
+            geo(&self.alone),
+            min(&self.alone),
+            self.margin,
+            geo(&self.deployed),
+            min(&self.deployed),
+            self.deployed.iter().filter(|&&d| d < 0.97).count(),
+            self.deployed.len()
+        );
+    }
+}
+
+/// Leave-shapes-out cross-validation: the (N, K, bias) shapes in `folds` groups;
+/// each group's problems are scored by a model fitted (constants, calibration,
+/// vendor) without any of that group's measurements: how the planner does on
+/// shapes it has never seen.
+fn cross_validate(folds: usize, arch: Arch, margin: f64, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) {
+    let shape = |p: &Problem| (p.n, p.k, p.has_bias());
+    let mut shapes: Vec<_> = vendor.iter().map(|(p, _)| shape(p)).collect();
+    shapes.sort();
+    shapes.dedup();
+    let fold_of = |p: &Problem| shapes.iter().position(|s| *s == shape(p)).unwrap_or(0) % folds;
+    let fitted: Vec<CostModel> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = (0..folds)
+            .map(|f| {
+                scope.spawn(move || {
+                    let train: Vec<Sample> = samples.iter().filter(|s| fold_of(&s.p) != f).cloned().collect();
+                    let train_vendor: Vec<VendorSample> = vendor.iter().filter(|(p, _)| fold_of(p) != f).copied().collect();
+                    fit_all(arch, margin, dev, &train, &train_vendor)
+                })
+            })
+            .collect();
+        jobs.into_iter().map(|j| j.join().expect("a fold's fit")).collect()
+    });
+    let all = problems(samples, vendor);
+    let (mut calibrated, mut plain) = (Scores::of(&fitted[0], dev, []), Scores::of(&fitted[0], dev, []));
+    for (f, model) in fitted.iter().enumerate() {
+        let test = || all.iter().filter(|pr| fold_of(&pr.p) == f);
+        calibrated.add(model, dev, test());
+        plain.add(&CostModel { calibration: Vec::new(), ..model.clone() }, dev, test());
+    }
+    calibrated.print(&format!("{folds}-fold, shapes left out, calibrated"));
+    plain.print(&format!("{folds}-fold, shapes left out, uncalibrated"));
 }
 
 /// The hardware numbers the fit does not change: what one compute unit holds.
@@ -119,8 +270,9 @@ fn unit_model(arch: Arch, margin: f64) -> CostModel {
         wave_us: 0.5,
         unit_shared_bytes: shared,
         unit_threads: 2048,
-        vendor: VendorCost { fixed_us: 5.0, per_m_us: 0.0, per_kilo_k_us: 0.0, base_us: 3.0, tbs: 3.0 },
+        vendor: VendorCost { fixed_us: 5.0, per_m_us: 0.0, per_kilo_k_us: 0.0, base_us: 3.0, tbs: 3.0, full_n: 0.0, narrow_exponent: 0.0 },
         margin,
+        calibration: Vec::new(),
     }
 }
 
@@ -168,7 +320,7 @@ impl Space {
             samples
                 .iter()
                 .map(|s| {
-                    let e = (m.predict(dev, &s.c, s.split, &s.p).unwrap_or(f64::MAX) / s.us).ln();
+                    let e = (m.modelled(dev, &s.c, s.split, &s.p).unwrap_or(f64::MAX) / s.us).ln();
                     if e < 0.0 { 2.0 * e } else { e }
                 })
                 .collect()
@@ -181,8 +333,8 @@ impl Space {
 /// The vendor model, fitted to the vendor's measured times, with overestimates
 /// weighted twice: a vendor predicted slower than it is makes skinnylt run and lose.
 fn fit_vendor(vendor: &[VendorSample]) -> VendorCost {
-    let bounds = [(0.0, 50.0), (0.0, 50.0), (0.0, 5.0), (0.0, 50.0), (0.5, 20.0)];
-    let to = |p: &[f64]| VendorCost { fixed_us: p[0], per_m_us: p[1], per_kilo_k_us: p[2], base_us: p[3], tbs: p[4] };
+    let bounds = [(0.0, 50.0), (0.0, 50.0), (0.0, 5.0), (0.0, 50.0), (0.5, 20.0), (64.0, 1e5), (0.0, 3.0)];
+    let to = |p: &[f64]| VendorCost { fixed_us: p[0], per_m_us: p[1], per_kilo_k_us: p[2], base_us: p[3], tbs: p[4], full_n: p[5], narrow_exponent: p[6] };
     let residuals = |p: &[f64]| -> Vec<f64> {
         let m = CostModel { vendor: to(p), ..unit_model(Arch::Sm90, 1.0) };
         vendor
@@ -193,7 +345,7 @@ fn fit_vendor(vendor: &[VendorSample]) -> VendorCost {
             })
             .collect()
     };
-    to(&levenberg_marquardt(vec![4.5, 0.5, 0.2, 3.0, 3.0], |i| bounds[i], residuals, 0.05))
+    to(&levenberg_marquardt(vec![4.5, 0.5, 0.2, 3.0, 3.0, 2000.0, 0.5], |i| bounds[i], residuals, 0.05))
 }
 
 /// Minimises Σ ρ(rᵢ(p)) with the robust loss ρ (soft L1 of scale `scale`) by
@@ -284,29 +436,12 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some(x)
 }
 
-/// How well the model predicts, and how good its picks are, on the measurements.
-fn report(model: &CostModel, dev: &Device, samples: &[Sample], vendor: &[(Problem, f64)]) {
-    let mut errors: Vec<f64> = samples.iter().map(|s| (model.predict(dev, &s.c, s.split, &s.p).unwrap_or(f64::MAX) / s.us).ln().abs()).collect();
-    errors.sort_by(f64::total_cmp);
-    let median = |v: &[f64]| v[v.len() / 2];
-    println!("{} candidates on {} problems: median prediction error {:.1} %", samples.len(), vendor.len(), (median(&errors).exp() - 1.0) * 100.0);
-    // Per problem: the pick's measured time against the best measured.
+/// The fallback rule's pick against the best measured, where it was measured.
+fn fallback_report(dev: &Device, samples: &[Sample]) {
     let mut by: HashMap<(u32, u32, u32, bool), Vec<&Sample>> = HashMap::new();
     for s in samples {
         by.entry((s.p.m, s.p.n, s.p.k, s.p.has_bias())).or_default().push(s);
     }
-    let mut regret: Vec<f64> = by
-        .values()
-        .map(|v| {
-            let pred = |s: &&Sample| model.predict(dev, &s.c, s.split, &s.p).unwrap_or(f64::MAX);
-            let pick = v.iter().min_by(|a, b| pred(a).total_cmp(&pred(b))).expect("non-empty");
-            pick.us / v.iter().map(|s| s.us).fold(f64::INFINITY, f64::min)
-        })
-        .collect();
-    regret.sort_by(f64::total_cmp);
-    let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
-    println!("planner's pick against the best measured: geomean {:.3}, median {:.3}, worst {:.3}", geo(&regret), median(&regret), regret[regret.len() - 1]);
-    // The fallback rule's pick, where it was among the measured candidates.
     let arch = Arch::ALL.into_iter().find(|a| a.name() == dev.facts.name).expect("a known arch");
     let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);
     let catalog = skinnylt::kernels::for_arch(arch).kernels;
@@ -319,11 +454,54 @@ fn report(model: &CostModel, dev: &Device, samples: &[Sample], vendor: &[(Proble
             Some(t / v.iter().map(|s| s.us).fold(f64::INFINITY, f64::min))
         })
         .collect();
-    fb.sort_by(f64::total_cmp);
     if !fb.is_empty() {
-        println!("fallback rule's pick (on {} problems where it was measured): geomean {:.3}, median {:.3}, worst {:.3}", fb.len(), geo(&fb), median(&fb), fb[fb.len() - 1]);
+        let geo = (fb.iter().map(|x| x.ln()).sum::<f64>() / fb.len() as f64).exp();
+        fb.sort_by(f64::total_cmp);
+        println!("fallback rule's pick against the best measured (on {} problems where it was measured): {:.3} (worst {:.2})", fb.len(), geo, fb[fb.len() - 1]);
     }
-    let mut verr: Vec<f64> = vendor.iter().map(|(p, us)| (model.vendor_us(p) / us).ln().abs()).collect();
-    verr.sort_by(f64::total_cmp);
-    println!("vendor model: median error {:.1} %", (median(&verr).exp() - 1.0) * 100.0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skinnylt::tuning::schema::DType;
+
+    /// Each calibration entry is the median of measured over modelled time above
+    /// the floor for one kernel and token-tile count, and only where at least
+    /// `MIN_CALIBRATION_SAMPLES` measurements back it.
+    #[test]
+    fn calibration_is_the_median_excess_per_kernel_and_token_tiles() {
+        let dev = Device { units: 132, facts: target("sm90").unwrap() };
+        let kind = KindCost { family: Family::Splitk, cluster: false, tma: false, launch_us: 1.0, cta_gbs: 60.0, split_us: 0.3, per_split_us: 0.05, partial_us_per_kib: 0.1, unit_tflops: 5.0 };
+        let model = CostModel { kinds: vec![kind], ..unit_model(Arch::Sm90, 1.15) };
+        let c = KernelConfig { family: Family::Splitk, tile_m: 8, tile_n: 64, tile_k: 128, stages: 4, warps: [1, 4, 1], b_to_lds: true, cluster: false, tma: false };
+        let other = KernelConfig { tile_n: 32, warps: [1, 2, 2], ..c };
+        let sample = |c: KernelConfig, m, n, excess: f64| {
+            let p = Problem::packed(DType::Bf16, m, n, 4096, false);
+            let (t, floor) = (model.modelled(&dev, &c, 1, &p).unwrap(), model.floor_us(&p));
+            Sample { device: "test".into(), p, c, split: 1, us: floor + (t - floor) * excess }
+        };
+        // One token tile: factors 1.5, 2, 3 (median 2); two tiles (M = 12): 0.5 x3;
+        // the other kernel measured twice only.
+        let samples = vec![
+            sample(c, 1, 1024, 1.5),
+            sample(c, 8, 2048, 3.0),
+            sample(c, 4, 4096, 2.0),
+            sample(c, 12, 1024, 0.5),
+            sample(c, 12, 2048, 0.5),
+            sample(c, 16, 4096, 0.5),
+            sample(other, 1, 1024, 1.0),
+            sample(other, 1, 2048, 1.0),
+        ];
+        let cal = calibrate(&model, &dev, &samples);
+        assert_eq!(cal.len(), 2, "{cal:?}");
+        let at = |tiles| cal.iter().find(|e| e.kernel == c && e.token_tiles == tiles).unwrap();
+        assert!((at(1).excess - 2.0).abs() < 1e-9 && at(1).samples == 3);
+        assert!((at(2).excess - 0.5).abs() < 1e-9);
+        // The calibrated model reproduces a sample at its factor.
+        let calibrated = CostModel { calibration: cal, ..model.clone() };
+        let s = &samples[2];
+        assert!((calibrated.predict(&dev, &s.c, 1, &s.p).unwrap() / s.us - 1.0).abs() < 1e-9);
+        assert!(calibrated.predict(&dev, &other, 1, &samples[6].p).is_none());
+    }
 }

@@ -65,6 +65,11 @@ fn routing() {
         let Ok(t) = skinnylt::tuning::Tuning::parse(arch, skinnylt::tuning::embedded(arch), "embedded") else { continue };
         let entries = if t.measured() { "measured entries run as measured" } else { "entries predicted by a model (not measured): ignored, the planner decides" };
         let planner = match &t.planner {
+            Some(m) if !m.calibration.is_empty() => format!(
+                "planner constants fitted to measurements, {} measured kernel calibrations (only those kernels are planned); with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time, at the slow end of its kernel's measured spread, beats hipBLASLt's by {:.2}x, else it is forwarded",
+                m.calibration.len(),
+                m.margin
+            ),
             Some(m) => format!(
                 "planner constants {}; with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time beats hipBLASLt's by {:.2}x, else it is forwarded",
                 if m.source.starts_with("hardware") { "from the hardware's documented numbers, not measured" } else { "fitted to measurements" },
