@@ -76,10 +76,10 @@ impl CostModel {
         self.calibrated(dev, c, s, p, |e| e.excess)
     }
 
-    /// The time kernel `c` at split `s` takes on `p` at most, but for the slowest
-    /// of its measurements (`Calibration::excess_high`): what a predicted win must
-    /// hold against before skinnylt runs a shape no table lists. The model's time
-    /// without calibration.
+    /// The time kernel `c` at split `s` takes on `p` at the slow end of its
+    /// measurements (`Calibration::excess_high`, all but the slowest tenth): what a
+    /// predicted win must hold against before skinnylt runs a shape no table lists.
+    /// The model's time without calibration.
     pub fn predict_high(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
         self.calibrated(dev, c, s, p, |e| e.excess_high)
     }

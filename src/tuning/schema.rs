@@ -402,8 +402,8 @@ pub struct CostModel {
 
 /// How far one kernel's measured time above the copy floor differs from the
 /// model's, at one count of token tiles (⌈M / tile_m⌉, counts from
-/// `planner::CALIBRATED_TILES` on sharing one entry): the median over every
-/// measurement of that kernel on the device.
+/// `planner::CALIBRATED_TILES` on sharing one entry), over every measurement of
+/// that kernel on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
@@ -414,7 +414,7 @@ pub struct Calibration {
     /// decides whether a predicted win is sure enough to run).
     pub excess: f64,
     pub excess_high: f64,
-    /// Measurements the median was taken over.
+    /// Measurements the factors were taken over.
     pub samples: u32,
 }
 
