@@ -335,30 +335,75 @@ SK_DEVICE float gelu(float x) {
   return 0.5f * (x * (1.f + tanh_abs(0.7978845608028654f * (x * (1.f + 0.044715f * (x * x))))));
 }
 
+// The output side (Y, C, a 16-bit bias) of a kernel whose operands are T.
+template <typename T>
+SK_DEVICE float out_to_f32(int flags, u16 v) {
+  if constexpr (T::fp8) return flags & OUT_F16 ? to_f32(f16_t{}, v) : to_f32(bf16_t{}, v);
+  else return to_f32(T{}, v);
+}
+template <typename T>
+SK_DEVICE u16 out_from_f32(int flags, float f) {
+  if constexpr (T::fp8) return flags & OUT_F16 ? from_f32(f16_t{}, f) : from_f32(bf16_t{}, f);
+  else return from_f32(T{}, f);
+}
+
 // What the epilogue reads once per thread: alpha and beta (from the device in
-// pointer mode DEVICE, after the PDL wait like every other load), whether C is read.
+// pointer mode DEVICE, after the PDL wait like every other load), whether C is read,
+// and, for fp8 operands, their per-tensor scales, folded into alpha (scale vectors
+// are read per output: vector_scale). Routing sends scales with fp8 operands only,
+// so 16-bit kernels carry no scale code: the epilogue's code size shows in small
+// shapes' times (docs/design.md).
+//
+// `plain`: alpha (with per-tensor scales) and a bias of the output type, nothing
+// else: the decode GEMM's common case. Its code is kept apart from the full
+// epilogue's and as small as before the full one existed: an epilogue runs once per
+// CTA, from an instruction cache that the streamed weights keep cold, so its code
+// size shows in small shapes' times (the full epilogue inlined into every output
+// doubled the kernels' SASS and cost N = 64, K = 7168 0.37 us: 2.49 -> 2.86 us,
+// measured on the H100).
 struct EpilogueArgs {
   float alpha, beta;
-  bool read_c;
+  bool read_c, plain;
 };
+template <typename T>
 SK_DEVICE EpilogueArgs epilogue_args(const GemmParams& p) {
   EpilogueArgs e;
-  e.alpha = p.alpha_ptr ? *p.alpha_ptr : p.alpha;
-  e.beta = p.beta_ptr ? *p.beta_ptr : p.beta;
+  e.alpha = p.alpha;
+  e.beta = p.beta;
+  if (p.alpha_ptr) e.alpha = load_global_f32(p.alpha_ptr);
+  if (p.beta_ptr) e.beta = load_global_f32(p.beta_ptr);
   e.read_c = p.c && e.beta != 0.f;  // beta = 0: C is never read (a NaN there stays out)
+  e.plain = !e.read_c && !(p.flags & (EPI_RELU | EPI_GELU | EPI_BIAS_F32 | SCALE_A_VEC | SCALE_B_VEC));
+  if constexpr (T::fp8) {
+    if (p.a_scale && !(p.flags & SCALE_A_VEC)) e.alpha *= load_global_f32(p.a_scale);
+    if (p.b_scale && !(p.flags & SCALE_B_VEC)) e.alpha *= load_global_f32(p.b_scale);
+  }
   return e;
+}
+
+// The product of the scale-vector entries of output (n, t): A's (weights) per
+// output feature n, B's (activations) per token t; 1 without vectors.
+template <typename T>
+SK_DEVICE float vector_scale(const GemmParams& p, int n, int t) {
+  float s = 1.f;
+  if constexpr (T::fp8) {
+    if (p.flags & SCALE_A_VEC) s *= p.a_scale[n];
+    if (p.flags & SCALE_B_VEC) s *= p.b_scale[t];
+  }
+  return s;
 }
 
 // bias[n] as fp32, or 0 without a bias or past N.
 template <typename T>
 SK_DEVICE float bias_at(const GemmParams& p, int n) {
   if (!p.bias || n >= p.n) return 0.f;
-  return p.flags & EPI_BIAS_F32 ? ((const float*)p.bias)[n] : to_f32(T{}, ((const u16*)p.bias)[n]);
+  return p.flags & EPI_BIAS_F32 ? ((const float*)p.bias)[n] : out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]);
 }
 
-// One output value from its accumulated total `v`, the bias (already loaded) and C.
-SK_DEVICE float epilogue_value(const GemmParams& p, const EpilogueArgs& e, float v, float bias, float c) {
-  v *= e.alpha;
+// One output value from its accumulated total `v`, its vector scale, the bias
+// (already loaded) and C: hipBLASLt's act(alpha * scaleA * scaleB * acc + beta * C + bias).
+SK_DEVICE float epilogue_value(const GemmParams& p, const EpilogueArgs& e, float v, float scale, float bias, float c) {
+  v *= e.alpha * scale;
   if (e.read_c) v += e.beta * c;
   if (p.bias) v += bias;
   if (p.flags & EPI_RELU) v = v > 0.f ? v : 0.f;
@@ -367,12 +412,21 @@ SK_DEVICE float epilogue_value(const GemmParams& p, const EpilogueArgs& e, float
 }
 
 // The epilogue of one output value: the above, convert, masked store. `bias`:
-// bias_at(n), already loaded.
+// bias_at(n), already loaded. A caller branches once on `e.plain` and stores a
+// whole group of outputs with one of the two (see EpilogueArgs).
 template <typename T>
 SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias) {
   if (n < p.n && t < p.m) {
-    const float c = e.read_c ? to_f32(T{}, p.c[(i64)t * p.ldc + n]) : 0.f;
-    p.y[(i64)t * p.ldy + n] = from_f32(T{}, epilogue_value(p, e, v, bias, c));
+    const float c = e.read_c ? out_to_f32<T>(p.flags, p.c[(i64)t * p.ldc + n]) : 0.f;
+    p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, epilogue_value(p, e, v, vector_scale<T>(p, n, t), bias, c));
+  }
+}
+template <typename T>
+SK_DEVICE void store_output_plain(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias) {
+  if (n < p.n && t < p.m) {
+    v *= e.alpha;
+    if (p.bias) v += bias;
+    p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, v);
   }
 }
 
@@ -461,13 +515,37 @@ struct StagedTile {
   }
 
   // Eight outputs of token row t, columns [n, n+8) of the tile through the
-  // epilogue: 16-B loads of C and the bias and one 16-B store where their
-  // alignment allows, else per-output loads and masked scalar stores.
+  // epilogue (the plain one apart): 16-B loads of C and the bias and one 16-B
+  // store where their alignment allows, else per-output loads and masked scalar stores.
   static SK_DEVICE void store_chunk(const GemmParams& p, const EpilogueArgs& e, const TileCoord& c, int ch, f32x4 lo,
                                     f32x4 hi) {
     const int t = c.m0 + ch / (TILE_N / 8), n = c.n0 + ch % (TILE_N / 8) * 8;
     if (t >= p.m || n >= p.n) return;
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    if (e.plain) {
+      const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias) & 15) == 0;
+      if (!vec) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (n + j < p.n) store_output_plain<T>(p, e, n + j, t, v[j], p.bias ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n + j]) : 0.f);
+        return;
+      }
+      u32x4 b = {0, 0, 0, 0};
+      if (p.bias) b = *(const u32x4*)((const u16*)p.bias + n);
+      const u32 bw[4] = {b.x, b.y, b.z, b.w};
+      u32 out[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float a0 = v[2 * j] * e.alpha, a1 = v[2 * j + 1] * e.alpha;
+        if (p.bias) {
+          a0 += out_to_f32<T>(p.flags, (u16)(bw[j] & 0xffff));
+          a1 += out_to_f32<T>(p.flags, (u16)(bw[j] >> 16));
+        }
+        out[j] = (u32)out_from_f32<T>(p.flags, a0) | (u32)out_from_f32<T>(p.flags, a1) << 16;
+      }
+      *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
+      return;
+    }
     const u64 c_bits = e.read_c ? (u64)p.c | (u64)p.ldc * 2 : 0;
     const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias | c_bits) & 15) == 0;
     if (!vec) {
@@ -484,7 +562,8 @@ struct StagedTile {
       const u32x4 bw = *(const u32x4*)((const u16*)p.bias + n);
       const u32 w[4] = {bw.x, bw.y, bw.z, bw.w};
 #pragma unroll
-      for (int j = 0; j < 4; ++j) b[2 * j] = to_f32(T{}, (u16)(w[j] & 0xffff)), b[2 * j + 1] = to_f32(T{}, (u16)(w[j] >> 16));
+      for (int j = 0; j < 4; ++j)
+        b[2 * j] = out_to_f32<T>(p.flags, (u16)(w[j] & 0xffff)), b[2 * j + 1] = out_to_f32<T>(p.flags, (u16)(w[j] >> 16));
     }
     u32 cw[4] = {0, 0, 0, 0};
     if (e.read_c) {
@@ -494,9 +573,10 @@ struct StagedTile {
     u32 out[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float a0 = epilogue_value(p, e, v[2 * j], b[2 * j], to_f32(T{}, (u16)(cw[j] & 0xffff)));
-      const float a1 = epilogue_value(p, e, v[2 * j + 1], b[2 * j + 1], to_f32(T{}, (u16)(cw[j] >> 16)));
-      out[j] = (u32)from_f32(T{}, a0) | (u32)from_f32(T{}, a1) << 16;
+      const float c0 = out_to_f32<T>(p.flags, (u16)(cw[j] & 0xffff)), c1 = out_to_f32<T>(p.flags, (u16)(cw[j] >> 16));
+      const float a0 = epilogue_value(p, e, v[2 * j], vector_scale<T>(p, n + 2 * j, t), b[2 * j], c0);
+      const float a1 = epilogue_value(p, e, v[2 * j + 1], vector_scale<T>(p, n + 2 * j + 1, t), b[2 * j + 1], c1);
+      out[j] = (u32)out_from_f32<T>(p.flags, a0) | (u32)out_from_f32<T>(p.flags, a1) << 16;
     }
     *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
   }
@@ -529,7 +609,7 @@ struct StagedTile {
       store16_remote_async(recv + (slot_of(rank, q) * slice + ch - q_lo) * 32 + (j & 1) * 16, (u32)q, v[j & 1], received);
     }
     mbar_wait_cluster(received, 0);  // our slice from every peer
-    const EpilogueArgs e = epilogue_args(p);
+    const EpilogueArgs e = epilogue_args<T>(p);
     for (int ch = lo + tid; ch < hi; ch += THREADS) {
       f32x4 a, b;
       sum_in_order(S, [&](int r, int h) {
@@ -548,7 +628,7 @@ struct StagedTile {
                                char* own_recv) {
     const int S = p.split_k;
     if (S <= 1) {
-      const EpilogueArgs e = epilogue_args(p);
+      const EpilogueArgs e = epilogue_args<T>(p);
       for (int ch = tid; ch < CHUNKS; ch += THREADS) {
         const f32x4* v = (const f32x4*)chunk(smem, ch);
         store_chunk(p, e, c, ch, v[0], v[1]);
@@ -564,7 +644,7 @@ struct StagedTile {
       cluster_sync();  // every rank's stage is written
       const int rank = (int)cluster_rank();
       const int lo = rank * CHUNKS / S, hi = (rank + 1) * CHUNKS / S;
-      const EpilogueArgs e = epilogue_args(p);
+      const EpilogueArgs e = epilogue_args<T>(p);
       for (int ch = lo + tid; ch < hi; ch += THREADS) {
         const float* v = chunk(smem, ch);
         f32x4 a, b;
@@ -582,7 +662,7 @@ struct StagedTile {
       store_partial(mine + ch * 8 + 4, v[1]);
     }
     if (!arrive_last(p.counters + c.tile, (u32)S, tid, flag)) return;
-    const EpilogueArgs e = epilogue_args(p);
+    const EpilogueArgs e = epilogue_args<T>(p);
     for (int ch = tid; ch < CHUNKS; ch += THREADS) {
       f32x4 a, b;
       sum_in_order(S, [&](int s, int h) { return load_partial(slots + (i64)s * SLOT + ch * 8 + 4 * h); }, a, b);

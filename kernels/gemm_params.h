@@ -29,9 +29,14 @@ typedef struct GemmParams {
   const uint16_t* c;     // C(t, n) at c[t * ldc + n], times beta; null when beta = 0; may be y
   const float* alpha_ptr;  // device alpha / beta (pointer mode DEVICE), or null: the
   const float* beta_ptr;   // host values below
+  // fp8 operand scales (fp32, on the device), or null: one value, or with
+  // SCALE_A_VEC / SCALE_B_VEC one per output feature n (A = W) / per token t (B = X).
+  const float* a_scale;
+  const float* b_scale;
   float* partials;       // split-K slots: [tiles][SPLIT_K][TILE_M * TILE_N] fp32
   uint32_t* counters;    // arrivals per tile; 0 between launches
   const void* zeros;     // >= 16 zero bytes (source for masked copies on AMD)
+  // W and X strides and k count 16-bit units: elements of bf16/f16, pairs of fp8.
   int64_t ldw, ldx, ldy, ldc;
   int32_t m, n, k;
   float alpha, beta;
@@ -55,11 +60,13 @@ typedef struct GemmParams {
 enum { PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8 };
 
 // Bits of GemmParams::flags. After the split-K combine every output is
-// act(alpha * acc + beta * C + bias), hipBLASLt's order; act is ReLU (EPI_RELU),
-// GELU in hipBLASLt's tanh form (EPI_GELU) or none. EPI_BIAS_F32: the bias is fp32.
-// SPLIT_IN_ORDER: the global split-K combine adds the partials strictly in split
-// order (batch-invariant mode: the bits then do not depend on the tile).
-enum { EPI_RELU = 1, EPI_GELU = 2, EPI_BIAS_F32 = 4, SPLIT_IN_ORDER = 8 };
+// act(alpha * scaleA * scaleB * acc + beta * C + bias), hipBLASLt's order; act is
+// ReLU (EPI_RELU), GELU in hipBLASLt's tanh form (EPI_GELU) or none. EPI_BIAS_F32:
+// the bias is fp32. SPLIT_IN_ORDER: the global split-K combine adds the partials
+// strictly in split order (batch-invariant mode: the bits then do not depend on
+// the tile). SCALE_A_VEC / SCALE_B_VEC: a_scale / b_scale are vectors. OUT_F16:
+// an fp8 kernel's output (Y, C, 16-bit bias) is f16, else bf16.
+enum { EPI_RELU = 1, EPI_GELU = 2, EPI_BIAS_F32 = 4, SPLIT_IN_ORDER = 8, SCALE_A_VEC = 16, SCALE_B_VEC = 32, OUT_F16 = 64 };
 
 // A tensor map for the tensor memory accelerator (CUtensorMap, sm_90): 128 opaque
 // bytes the driver encodes (cuTensorMapEncodeTiled), passed by value.

@@ -265,7 +265,7 @@ struct SplitK {
   // one latency each).
   static SK_DEVICE void store_outputs(const GemmParams& p, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
                                       u32 owned, int lane, int n_wave, int m0, int t_wave) {
-    const EpilogueArgs e = epilogue_args(p);
+    const EpilogueArgs e = epilogue_args<T>(p);
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
@@ -275,6 +275,13 @@ struct SplitK {
         const int n = n_wave + ra * Atom::ROWS + row;
         bias[ra][r] = bias_at<T>(p, n);
       }
+    // One branch, then one of the two epilogues for every output (see EpilogueArgs).
+    if (e.plain) store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output_plain<T>(p, e, n, t, v, b); });
+    else store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
+  }
+  template <typename Store>
+  static SK_DEVICE void store_all(const f32x4 (&acc)[RA * TA], const float (&bias)[RA][4], u32 owned, int lane,
+                                  int n_wave, int m0, int t_wave, Store store) {
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
@@ -284,8 +291,7 @@ struct SplitK {
           if (!(owned >> (ra * TA + ta) & 1)) continue;
           int row, tok;
           Atom::out_coord(lane, r, row, tok);
-          store_output<T>(p, e, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok,
-                          acc[ra * TA + ta][r], bias[ra][r]);
+          store(n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r], bias[ra][r]);
         }
   }
 

@@ -36,6 +36,15 @@ pub const COMPUTE_32F: i32 = 2;
 pub const R_32F: i32 = 0;
 pub const R_16F: i32 = 2;
 pub const R_16BF: i32 = 14;
+/// OCP FP8 E4M3 and E5M2 (`HIP_R_8F_E4M3`, `HIP_R_8F_E5M2`; CUDA uses the same numbers).
+pub const R_8F_E4M3: i32 = 28;
+pub const R_8F_E5M2: i32 = 29;
+/// FP8 E4M3 FNUZ (`HIP_R_8F_E4M3_FNUZ`, HIP only: gfx942's format).
+pub const R_8F_E4M3_FNUZ: i32 = 1000;
+/// `hipblasLtMatmulMatrixScale_t`: one fp32 scale per matrix (the default) and one
+/// per row of op(A) / column of op(B).
+pub const SCALE_MODE_SCALAR_32F: i32 = 0;
+pub const SCALE_MODE_OUTER_VEC_32F: i32 = 3;
 /// `HIPBLASLT_DATATYPE_INVALID`: the value BIAS_DATA_TYPE holds until set.
 pub const DATATYPE_INVALID: i32 = 255;
 

@@ -7,7 +7,7 @@
 //! stops working.
 
 use crate::abi::{self, desc_attr, layout_attr};
-use crate::kernels::params::{EPI_BIAS_F32, EPI_GELU, EPI_RELU};
+use crate::kernels::params::{EPI_BIAS_F32, EPI_GELU, EPI_RELU, OUT_F16, SCALE_A_VEC, SCALE_B_VEC};
 use crate::shadow::{DescState, LayoutState};
 
 /// Why a call was forwarded. The discriminant indexes the per-process counters.
@@ -114,12 +114,25 @@ impl Reason {
 
 pub use crate::tuning::schema::DType;
 
-/// The element type for a `hipDataType`, if skinnylt runs it.
+/// The element type for a `hipDataType`, if skinnylt runs it (as an operand; the
+/// output is one of the 16-bit types).
 pub fn dtype_from_hip(t: i32) -> Option<DType> {
     match t {
         abi::R_16BF => Some(DType::Bf16),
         abi::R_16F => Some(DType::F16),
+        abi::R_8F_E4M3 => Some(DType::E4m3),
+        abi::R_8F_E4M3_FNUZ => Some(DType::E4m3Fnuz),
         _ => None,
+    }
+}
+
+/// The `hipDataType` of an element type.
+pub fn hip_from_dtype(d: DType) -> i32 {
+    match d {
+        DType::Bf16 => abi::R_16BF,
+        DType::F16 => abi::R_16F,
+        DType::E4m3 => abi::R_8F_E4M3,
+        DType::E4m3Fnuz => abi::R_8F_E4M3_FNUZ,
     }
 }
 
@@ -132,12 +145,16 @@ pub enum Form {
     Gemv,
 }
 
-/// The decode GEMM in the user's terms: `Y[M,N] = act(alpha · X[M,K] · W[N,K]ᵀ + beta · C[M,N]
-/// + bias[N])`, with W(n,k) at `w + 2(n·ldw + k)`, X(t,k) at `x + 2(t·ldx + k)`, Y(t,n) at
-/// `y + 2(t·ldy + n)`, C(t,n) at `c + 2(t·ldc + n)`.
+/// The decode GEMM in the user's terms: `Y[M,N] = act(alpha · sW[n] · sX[t] · X[M,K] · W[N,K]ᵀ`
+/// ` + beta · C[M,N] + bias[N])` (the scales are 1 unless fp8 operands have them), with W(n,k)
+/// at `w + e(n·ldw + k)`, X(t,k) at `x + e(t·ldx + k)` (e = the operand type's bytes), Y(t,n)
+/// at `y + 2(t·ldy + n)`, C(t,n) at `c + 2(t·ldc + n)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Problem {
+    /// The operands' type (W and X).
     pub dtype: DType,
+    /// The output's type (Y, C, a bias not in fp32): `dtype` for 16-bit operands.
+    pub out: DType,
     pub form: Form,
     /// Tokens (the small dimension).
     pub m: u32,
@@ -160,7 +177,12 @@ pub struct Problem {
     /// Device alpha and beta (pointer mode DEVICE), read by the kernel; 0 in host mode.
     pub alpha_ptr: u64,
     pub beta_ptr: u64,
-    /// The activation and the bias type, as the kernels' `EPI_*` bits.
+    /// fp8 operand scales (device fp32: one value, or a vector with the
+    /// `SCALE_*_VEC` bit in `epilogue`); 0 for none.
+    pub a_scale: u64,
+    pub b_scale: u64,
+    /// The activation, the bias type, the scale kinds and the output type of fp8
+    /// operands, as the kernels' `GemmParams::flags` bits.
     pub epilogue: i32,
     /// Every output row's bits must not depend on M or on the row's place in the
     /// batch (`UNIFORM_SUMMATION_ORDER_EXT`, or `SKINNYLT_BATCH_INVARIANT`): the
@@ -176,6 +198,7 @@ impl Problem {
         let bias = if bias { 0x100 } else { 0 };
         Problem {
             dtype,
+            out: if dtype.is_fp8() { DType::Bf16 } else { dtype },
             form: Form::Linear,
             m,
             n,
@@ -193,6 +216,8 @@ impl Problem {
             beta: 0.0,
             alpha_ptr: 0,
             beta_ptr: 0,
+            a_scale: 0,
+            b_scale: 0,
             epilogue: 0,
             batch_invariant: false,
         }
@@ -200,6 +225,14 @@ impl Problem {
 
     pub fn has_bias(&self) -> bool {
         self.bias != 0
+    }
+
+    /// The problem as the kernels see it: K and the operand strides in 16-bit
+    /// units (`DType::per_unit`; routing made them whole), so that planning and
+    /// launching are the same for every operand size, and the bytes are right.
+    pub fn unit_view(&self) -> Problem {
+        let u = self.dtype.per_unit();
+        Problem { k: self.k / u, ldw: self.ldw / u as u64, ldx: self.ldx / u as u64, ..*self }
     }
 }
 
@@ -254,13 +287,15 @@ fn versioned_102_is_act_arg(v: i32) -> bool {
     v >= 100100 // ROCm 7.1 (1.1) and later
 }
 
-/// Checks every matmul-descriptor attribute that was set.
-fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Result<(), Reason> {
+/// Checks every matmul-descriptor attribute that was set. The operand scales are
+/// read by [`scales`] for fp8 operands and must be unset otherwise.
+fn check_desc_attrs(desc: &DescState, a_type: i32, fp8: bool, version: Option<i32>) -> Result<(), Reason> {
     use desc_attr::*;
     for (attr, v) in desc.attrs.iter() {
         match attr {
             // Read by name below.
             TRANSA | TRANSB | EPILOGUE | BIAS_POINTER | BIAS_DATA_TYPE | POINTER_MODE => {}
+            A_SCALE_POINTER | B_SCALE_POINTER | A_SCALE_MODE | B_SCALE_MODE if fp8 => {}
             // Pointers of features we do not implement: fine only when unset (null).
             A_SCALE_POINTER | B_SCALE_POINTER | C_SCALE_POINTER | D_SCALE_POINTER
             | EPILOGUE_AUX_SCALE_POINTER | EPILOGUE_AUX_POINTER | AMAX_D_POINTER
@@ -290,8 +325,9 @@ fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Resu
                 }
             }
             VERSIONED_102 | VERSIONED_103 => match version {
+                // Scale vectors: read by `scales` for fp8 operands.
                 Some(ver) if versioned_102_is_scale_vector(ver) => {
-                    if v != 0 {
+                    if v != 0 && !fp8 {
                         return Err(Reason::ScaleOrAux);
                     }
                 }
@@ -306,6 +342,28 @@ fn check_desc_attrs(desc: &DescState, a_type: i32, version: Option<i32>) -> Resu
         }
     }
     Ok(())
+}
+
+/// The fp8 operand scales the descriptor sets, as (A's pointer, B's pointer, the
+/// `SCALE_*_VEC` bits): per operand none, one fp32 value (`*_SCALE_POINTER`, mode
+/// `SCALAR_32F`), or one per row of op(A) / column of op(B) (mode `OUTER_VEC_32F`
+/// with `*_SCALE_POINTER`, or hipBLASLt 6.3/6.4's `*_SCALE_POINTER_VEC_EXT`, 102/103).
+/// Any other mode, or both forms at once, is not understood: forwarded.
+fn scales(desc: &DescState, version: Option<i32>) -> Result<(u64, u64, i32), Reason> {
+    use desc_attr::*;
+    let get = |attr| desc.attrs.get(&attr).copied().unwrap_or(0);
+    let vec_ext = version.is_some_and(versioned_102_is_scale_vector);
+    let mut out = [(0u64, 0); 2];
+    for (i, (ptr, mode, ext, bit)) in [(A_SCALE_POINTER, A_SCALE_MODE, VERSIONED_102, SCALE_A_VEC), (B_SCALE_POINTER, B_SCALE_MODE, VERSIONED_103, SCALE_B_VEC)].into_iter().enumerate() {
+        let ext = if vec_ext { get(ext) } else { 0 };
+        out[i] = match (get(mode) as u32 as i32, get(ptr), ext) {
+            (abi::SCALE_MODE_SCALAR_32F, p, 0) => (p, 0),
+            (abi::SCALE_MODE_SCALAR_32F, 0, v) => (v, bit),
+            (abi::SCALE_MODE_OUTER_VEC_32F, p, 0) if p != 0 => (p, bit),
+            _ => return Err(Reason::ScaleOrAux),
+        };
+    }
+    Ok((out[0].0, out[1].0, out[0].1 | out[1].1))
 }
 
 /// Checks a layout's extra attributes: one column-major matrix, no offsets.
@@ -358,6 +416,9 @@ pub fn route(call: &Call<'_>, policy: &Policy) -> Result<Problem, Reason> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Shape {
     pub dtype: DType,
+    pub out: DType,
+    pub a_scale: u64,
+    pub b_scale: u64,
     pub form: Form,
     pub m: u32,
     pub n: u32,
@@ -429,9 +490,15 @@ fn types_and_epilogue(
     d: &LayoutState,
     policy: &Policy,
 ) -> Result<Epilogue, Reason> {
-    // Types: A = B = C = D, bf16 or f16; fp32 compute and scale.
+    // Types: A = B = C = D, bf16 or f16; or A = B fp8 (the arch decides which fp8
+    // runs) with C = D bf16 or f16. fp32 compute and scale.
     let dtype = dtype_from_hip(a.dtype).ok_or(Reason::DataType)?;
-    if b.dtype != a.dtype || c.dtype != a.dtype || d.dtype != a.dtype {
+    let out = match dtype_from_hip(d.dtype) {
+        Some(o) if !dtype.is_fp8() && o == dtype => o,
+        Some(o) if dtype.is_fp8() && !o.is_fp8() => o,
+        _ => return Err(Reason::DataType),
+    };
+    if b.dtype != a.dtype || c.dtype != d.dtype {
         return Err(Reason::DataType);
     }
     if desc.compute_type != abi::COMPUTE_32F {
@@ -440,7 +507,8 @@ fn types_and_epilogue(
     if desc.scale_type != abi::R_32F {
         return Err(Reason::ScaleType);
     }
-    check_desc_attrs(desc, a.dtype, policy.version)?;
+    check_desc_attrs(desc, a.dtype, dtype.is_fp8(), policy.version)?;
+    let (a_scale, b_scale, scale_bits) = if dtype.is_fp8() { scales(desc, policy.version)? } else { (0, 0, 0) };
     for l in [a, b, c, d] {
         check_layout_attrs(l)?;
         if !valid_ld(l) {
@@ -473,7 +541,7 @@ fn types_and_epilogue(
             return Err(Reason::Epilogue);
         }
     }
-    let mut epilogue = act;
+    let mut epilogue = act | scale_bits | if dtype.is_fp8() && out == DType::F16 { OUT_F16 } else { 0 };
     let bias = if with_bias {
         match desc.bias_type() {
             t if t == abi::DATATYPE_INVALID || t == d.dtype => {}
@@ -487,14 +555,17 @@ fn types_and_epilogue(
     } else {
         0
     };
-    Ok(Epilogue { dtype, bias, epilogue, device_scalars })
+    Ok(Epilogue { dtype, out, bias, a_scale, b_scale, epilogue, device_scalars })
 }
 
 /// What [`types_and_epilogue`] accepted.
 #[derive(Clone, Copy)]
 struct Epilogue {
     dtype: DType,
+    out: DType,
     bias: u64,
+    a_scale: u64,
+    b_scale: u64,
     epilogue: i32,
     device_scalars: bool,
 }
@@ -511,7 +582,7 @@ fn shape(
     epi: Epilogue,
     policy: &Policy,
 ) -> Result<Shape, Reason> {
-    let Epilogue { dtype, bias, epilogue, device_scalars } = epi;
+    let Epilogue { dtype, out, bias, a_scale, b_scale, epilogue, device_scalars } = epi;
     let batch_invariant = policy.batch_invariant || desc.attrs.get(&desc_attr::UNIFORM_SUMMATION_ORDER_EXT).is_some_and(|&v| v as u32 != 0);
     // C (unused with beta = 0) must still describe the same m×n matrix as D.
     if c.rows != d.rows || c.cols != d.cols {
@@ -526,6 +597,9 @@ fn shape(
         }
         let s = Shape {
             dtype,
+            out,
+            a_scale,
+            b_scale,
             form: Form::Linear,
             m: n as u32,
             n: m as u32,
@@ -550,6 +624,10 @@ fn shape(
         if bias != 0 {
             return Err(Reason::Epilogue);
         }
+        // fp8 comes as F.linear (scaled_mm); its scale vectors are laid out for that form.
+        if dtype.is_fp8() {
+            return Err(Reason::Transpose);
+        }
         let (k, n) = (a.cols, b.cols);
         if b.rows != k || d.rows != 1 || d.cols != n {
             return Err(Reason::Dimensions);
@@ -560,6 +638,9 @@ fn shape(
         }
         let s = Shape {
             dtype,
+            out,
+            a_scale,
+            b_scale,
             form: Form::Gemv,
             m: 1,
             n: n as u32,
@@ -589,7 +670,13 @@ fn shape(
     }
     // 16-byte loads along K; the pointer half of these rules is in `finish`.
     let bias_align = if s.epilogue & EPI_BIAS_F32 != 0 { 4 } else { 2 };
-    let misaligned = !s.k.is_multiple_of(8) || !s.ldw.is_multiple_of(8) || (s.m > 1 && !s.ldx.is_multiple_of(8)) || !s.bias.is_multiple_of(bias_align);
+    let run = 16 / dtype.bytes();
+    let misaligned = !s.k.is_multiple_of(run)
+        || !s.ldw.is_multiple_of(run as u64)
+        || (s.m > 1 && !s.ldx.is_multiple_of(run as u64))
+        || !s.bias.is_multiple_of(bias_align)
+        || !a_scale.is_multiple_of(4)
+        || !b_scale.is_multiple_of(4);
     Ok(Shape { misaligned, too_many_tokens: s.m as u64 > policy.max_m, ..s })
 }
 
@@ -639,6 +726,9 @@ pub fn finish(t: &Template, p: Pointers, scalars: Scalars) -> Result<Problem, Re
     }
     Ok(Problem {
         dtype: s.dtype,
+        out: s.out,
+        a_scale: s.a_scale,
+        b_scale: s.b_scale,
         form: s.form,
         m: s.m,
         n: s.n,
@@ -741,6 +831,74 @@ mod tests {
             };
             route(&call, p)
         }
+    }
+
+    /// `torch._scaled_mm` as hipBLASLt sees it: fp8 A and B, a bf16/f16 D, its
+    /// scales per tensor or per row (mode OUTER_VEC_32F, or 6.3/6.4's VEC_EXT).
+    fn scaled_mm(m: u64, n: u64, k: u64, fp8: i32, out: i32) -> Linear {
+        let mut l = linear(m, n, k, fp8, false);
+        l.d = LayoutState::new(out, n, m, n as i64);
+        l
+    }
+    const SCALE_A: u64 = 0x7400_0000;
+    const SCALE_B: u64 = 0x7400_1000;
+
+    #[test]
+    fn fp8_with_its_scales_is_ours() {
+        let mut l = scaled_mm(4, 2880, 4096, abi::R_8F_E4M3, abi::R_16BF);
+        let p = l.route().unwrap();
+        assert_eq!((p.dtype, p.out, p.a_scale, p.b_scale, p.epilogue), (DType::E4m3, DType::Bf16, 0, 0, 0));
+        assert_eq!(p.unit_view().k, 2048);
+        l.desc.attrs.insert(desc_attr::A_SCALE_POINTER, SCALE_A);
+        l.desc.attrs.insert(desc_attr::B_SCALE_POINTER, SCALE_B);
+        let p = l.route().unwrap();
+        assert_eq!((p.a_scale, p.b_scale, p.epilogue), (SCALE_A, SCALE_B, 0));
+        // Per row of W and per token (OUTER_VEC_32F), with an f16 output.
+        l.desc.attrs.insert(desc_attr::A_SCALE_MODE, abi::SCALE_MODE_OUTER_VEC_32F as u64);
+        l.desc.attrs.insert(desc_attr::B_SCALE_MODE, abi::SCALE_MODE_OUTER_VEC_32F as u64);
+        l.d = LayoutState::new(abi::R_16F, 2880, 4, 2880);
+        let p = l.route().unwrap();
+        assert_eq!((p.out, p.epilogue), (DType::F16, SCALE_A_VEC | SCALE_B_VEC | OUT_F16));
+        // gfx942's flavour is an operand type of its own.
+        assert_eq!(scaled_mm(4, 2880, 4096, abi::R_8F_E4M3_FNUZ, abi::R_16BF).route().unwrap().dtype, DType::E4m3Fnuz);
+        // hipBLASLt 6.3/6.4: the row-wise vectors in 102/103.
+        let mut old = scaled_mm(4, 2880, 4096, abi::R_8F_E4M3, abi::R_16BF);
+        old.desc.attrs.insert(desc_attr::VERSIONED_102, SCALE_A);
+        old.desc.attrs.insert(desc_attr::B_SCALE_POINTER, SCALE_B);
+        let v63 = Policy { version: Some(1000), ..POLICY };
+        let p = old.route_with(&v63).unwrap();
+        assert_eq!((p.a_scale, p.b_scale, p.epilogue), (SCALE_A, SCALE_B, SCALE_A_VEC));
+    }
+
+    #[test]
+    fn fp8_forwards_what_it_does_not_understand() {
+        let fwd = |f: &dyn Fn(&mut Linear)| {
+            let mut l = scaled_mm(4, 2880, 4096, abi::R_8F_E4M3, abi::R_16BF);
+            f(&mut l);
+            l.route().unwrap_err()
+        };
+        // Other types: E5M2, mixed fp8, an fp8 or fp32 output.
+        assert_eq!(fwd(&|l| *l = scaled_mm(4, 2880, 4096, abi::R_8F_E5M2, abi::R_16BF)), Reason::DataType);
+        assert_eq!(fwd(&|l| l.b = LayoutState::new(abi::R_8F_E4M3_FNUZ, 4096, 4, 4096)), Reason::DataType);
+        assert_eq!(fwd(&|l| l.d = LayoutState::new(abi::R_8F_E4M3, 2880, 4, 2880)), Reason::DataType);
+        assert_eq!(fwd(&|l| l.d = LayoutState::new(abi::R_32F, 2880, 4, 2880)), Reason::DataType);
+        // Block scales, a vector mode without its pointer, D/C scales, AMAX.
+        assert_eq!(fwd(&|l| { l.desc.attrs.insert(desc_attr::A_SCALE_POINTER, SCALE_A); l.desc.attrs.insert(desc_attr::A_SCALE_MODE, 5); }), Reason::ScaleOrAux);
+        assert_eq!(fwd(&|l| { l.desc.attrs.insert(desc_attr::B_SCALE_MODE, abi::SCALE_MODE_OUTER_VEC_32F as u64); }), Reason::ScaleOrAux);
+        assert_eq!(fwd(&|l| { l.desc.attrs.insert(desc_attr::D_SCALE_POINTER, SCALE_A); }), Reason::ScaleOrAux);
+        assert_eq!(fwd(&|l| { l.desc.attrs.insert(desc_attr::AMAX_D_POINTER, SCALE_A); }), Reason::ScaleOrAux);
+        // A scale pointer and a 6.3 vector for one operand at once: ambiguous.
+        let mut both = scaled_mm(4, 2880, 4096, abi::R_8F_E4M3, abi::R_16BF);
+        both.desc.attrs.insert(desc_attr::A_SCALE_POINTER, SCALE_A);
+        both.desc.attrs.insert(desc_attr::VERSIONED_102, SCALE_A);
+        assert_eq!(both.route_with(&Policy { version: Some(1000), ..POLICY }).unwrap_err(), Reason::ScaleOrAux);
+        // 16-byte rows: K and the strides in multiples of 16 fp8.
+        assert_eq!(fwd(&|l| *l = scaled_mm(4, 2880, 4104, abi::R_8F_E4M3, abi::R_16BF)), Reason::Alignment);
+        assert_eq!(fwd(&|l| l.desc.attrs.insert(desc_attr::A_SCALE_POINTER, SCALE_A + 2)), Reason::Alignment);
+        // Scales on 16-bit operands stay forwarded.
+        let mut bf16 = linear(4, 2880, 4096, abi::R_16BF, false);
+        bf16.desc.attrs.insert(desc_attr::A_SCALE_POINTER, SCALE_A);
+        assert_eq!(bf16.route().unwrap_err(), Reason::ScaleOrAux);
     }
 
     #[test]

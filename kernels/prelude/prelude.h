@@ -28,10 +28,17 @@ typedef float f32x4 __attribute__((ext_vector_type(4)));
 
 #define SK_INLINE __attribute__((always_inline)) inline
 
-// Element types: values are carried as raw 16-bit patterns; the atom knows how
-// to feed them to the matrix unit, the epilogue converts to and from f32.
-struct bf16_t { static constexpr int id = 0; };
-struct f16_t { static constexpr int id = 1; };
+// Element types of the operands W and X. Data moves as 16-bit units: one bf16/f16
+// element, or two fp8 elements in k order (so a kernel's K, ldw and ldx count
+// units, and every copy, swizzle and fragment layout is the same for both sizes;
+// the fp8 atoms take twice the k per register). The atom knows how to feed a type
+// to the matrix unit. The output Y (and C, and a bias not in fp32) is bf16/f16:
+// the operand type for 16-bit operands, OUT_F16 in GemmParams::flags for fp8.
+//   e4m3_t: OCP FP8 E4M3 (sm_90, gfx950); e4m3fnuz_t: E4M3 FNUZ (gfx942).
+struct bf16_t { static constexpr int id = 0; static constexpr bool fp8 = false; };
+struct f16_t { static constexpr int id = 1; static constexpr bool fp8 = false; };
+struct e4m3_t { static constexpr int id = 2; static constexpr bool fp8 = true; };
+struct e4m3fnuz_t { static constexpr int id = 3; static constexpr bool fp8 = true; };
 
 #if defined(__NVPTX__)
 #include "target_nvptx.h"
@@ -54,6 +61,7 @@ SK_DEVICE u16 from_f32(bf16_t, float f) {
   return (u16)(u >> 16);
 }
 SK_DEVICE u16 from_f32(f16_t, float f) { return __builtin_bit_cast(u16, (_Float16)f); }
+
 
 // ---- LDS tile layout ----
 // A tile is rows of ROW_BYTES (= TILE_K * 2) bytes, stored in 16-byte chunks whose

@@ -15,6 +15,8 @@
 
 
 // 2^x to about 1 ulp (v_exp_f32; the epilogue's GELU needs no more).
+// One fp32 from device memory (target_nvptx.h says why it is a function).
+SK_DEVICE float load_global_f32(const float* p) { return *p; }
 SK_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
 SK_DEVICE int thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 SK_DEVICE int block_x() { return __builtin_amdgcn_workgroup_id_x(); }
@@ -71,6 +73,17 @@ typedef _Float16 h16x8 __attribute__((ext_vector_type(8)));
 template <typename T>
 SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
   f32x4 c = {acc[0], acc[1], acc[2], acc[3]};
+  if constexpr (T::fp8) {
+    // v_mfma_f32_16x16x32_fp8_fp8 (FNUZ on gfx942, OCP on gfx950; the kernel's type
+    // says which, the build instantiates only the arch's own): lane l holds row l%16,
+    // k 8*(l/16)..+7, 8 bytes, as the 16-bit k16 instruction does; two per atom.
+    c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, (u32 __attribute__((ext_vector_type(2)))){a[0].x, a[0].y}),
+                                                   __builtin_bit_cast(long, (u32 __attribute__((ext_vector_type(2)))){b.x, b.y}), c, 0, 0, 0);
+    c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, (u32 __attribute__((ext_vector_type(2)))){a[0].z, a[0].w}),
+                                                   __builtin_bit_cast(long, (u32 __attribute__((ext_vector_type(2)))){b.z, b.w}), c, 0, 0, 0);
+    acc[0] = c.x; acc[1] = c.y; acc[2] = c.z; acc[3] = c.w;
+    return;
+  }
 #if defined(__gfx950__)
   if constexpr (T::id == 0)
     c = __builtin_amdgcn_mfma_f32_16x16x32_bf16(__builtin_bit_cast(b16x8, a[0]), __builtin_bit_cast(b16x8, b), c, 0, 0, 0);

@@ -33,6 +33,8 @@
 #endif
 #include "amd_layouts.h"
 // 2^x (the host's libm; the devices' v_exp_f32 is within a few ulp of it).
+// One fp32 from device memory (target_nvptx.h says why it is a function).
+SK_DEVICE float load_global_f32(const float* p) { return *p; }
 SK_DEVICE float fast_exp2(float x) { return __builtin_exp2f(x); }
 
 

@@ -15,6 +15,15 @@ constexpr int COPY_BYTES = 16;   // cp.async.cg 16 B
 constexpr bool COPY_BY_WAVE = false;  // each thread picks its own LDS destination
 
 // 2^x to about 2 ulp (ex2.approx; the epilogue's GELU needs no more).
+// One fp32 from global memory, as an instruction of its own: written as
+// `ptr ? *ptr : param`, the compiler turned the choice into one unconditional
+// generic load from a selected address, a memory round trip in every epilogue
+// (0.26 us of N = 64, K = 7168, measured on the H100).
+SK_DEVICE float load_global_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
 SK_DEVICE float fast_exp2(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
@@ -204,6 +213,17 @@ SK_DEVICE void mma16816(f16_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0,
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// fp8 (OCP E4M3): the same registers carry 4 k per word, so one m16n8k32 takes
+// what one m16n8k16 of 16-bit elements does, byte for byte (A regs: (g, k 4t..)
+// (g+8, 4t..) (g, 16+4t..) (g+8, 16+4t..); PTX ISA, "Matrix Fragments for
+// mma.m16n8k32"): the atom's 32 units are 64 fp8 k, in the same permuted order for
+// A and B.
+SK_DEVICE void mma16816(e4m3_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 template <typename T>
 SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
   // a[0] = row g, a[1] = row g+8; mma A regs: (g,k0-1) (g+8,k0-1) (g,k8-9) (g+8,k8-9).
@@ -310,18 +330,21 @@ SK_DEVICE void wgmma_fence_operands(float (&d)[N]) {
 template <typename T, int N>
 struct Wgmma64;
 #define SK_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define SK_WGMMA_TYPE(T, TYPE, N, REGS, ...)                                                               \
+// fp8: k32 per instruction over the same 32 bytes of each row (the k16 of 16-bit
+// elements), with no transpose immediates (8-bit operands are K-major only).
+#define SK_WGMMA_TYPE(T, SHAPE, TYPE, TAIL, N, REGS, ...)                                                   \
   template <>                                                                                             \
   struct Wgmma64<T, N> {                                                                                  \
     static SK_DEVICE void mma(float (&d)[N / 2], u64 a, u64 b) {                                          \
-      asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", 1, 1, 1, 0, 0;" \
+      asm volatile("wgmma.mma_async.sync.aligned.m64n" #N SHAPE ".f32." TYPE "." TYPE " " REGS TAIL ";"    \
                    : __VA_ARGS__                                                                          \
                    : "l"(a), "l"(b));                                                                     \
     }                                                                                                     \
   };
-#define SK_WGMMA_SHAPE(N, REGS, ...)                      \
-  SK_WGMMA_TYPE(bf16_t, "bf16", N, REGS, __VA_ARGS__) \
-  SK_WGMMA_TYPE(f16_t, "f16", N, REGS, __VA_ARGS__)
+#define SK_WGMMA_SHAPE(N, REGS, ...)                                          \
+  SK_WGMMA_TYPE(bf16_t, "k16", "bf16", ", 1, 1, 1, 0, 0", N, REGS, __VA_ARGS__) \
+  SK_WGMMA_TYPE(f16_t, "k16", "f16", ", 1, 1, 1, 0, 0", N, REGS, __VA_ARGS__)   \
+  SK_WGMMA_TYPE(e4m3_t, "k32", "e4m3", ", 1, 1, 1", N, REGS, __VA_ARGS__)
 SK_WGMMA_SHAPE(16, "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9", SK_F8(d, 0))
 SK_WGMMA_SHAPE(32, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17", SK_F8(d, 0), SK_F8(d, 8))
 SK_WGMMA_SHAPE(64, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16), SK_F8(d, 24))

@@ -71,6 +71,8 @@ impl Engine {
             c: p.c,
             alpha_ptr: p.alpha_ptr,
             beta_ptr: p.beta_ptr,
+            a_scale: p.a_scale,
+            b_scale: p.b_scale,
             partials,
             counters,
             zeros: self.zeros(),

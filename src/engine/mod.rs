@@ -174,6 +174,12 @@ impl Device {
 
     /// What runs `p` on this device (see [`choose`]), planned once per shape.
     pub fn choose(&self, p: &Problem, pdl: bool, can_forward: bool) -> Result<Choice, Error> {
+        self.choose_units(&p.unit_view(), pdl, can_forward)
+    }
+
+    /// `choose` for `p` in units (`Problem::unit_view`), as everything below the
+    /// engine's entry points sees it.
+    fn choose_units(&self, p: &Problem, pdl: bool, can_forward: bool) -> Result<Choice, Error> {
         let key = cache::Key::new(p, pdl, can_forward);
         if let Some(answer) = self.plans.get(key) {
             return answer;
@@ -376,24 +382,27 @@ impl Engines {
     /// The hot path: chooses, plans and launches `p` on `stream`. A tuned
     /// "forward" is an error only when there is a library to forward to.
     pub fn run(&self, handle: usize, p: &Problem, can_forward: bool, call: &Call) -> Result<(), Error> {
-        self.with(handle, |e| e.run(p, |pdl| e.dev.choose(p, pdl, can_forward), call))
+        let p = &p.unit_view();
+        self.with(handle, |e| e.run(p, |pdl| e.dev.choose_units(p, pdl, can_forward), call))
     }
 
     /// Runs a given kernel and split-K factor through the same path (the tuner
     /// measures candidates no table names yet; the GPU suite checks every kernel).
     pub fn run_choice(&self, handle: usize, p: &Problem, choice: Choice, call: &Call) -> Result<(), Error> {
+        let p = &p.unit_view();
         self.with(handle, |e| e.run(p, |_| Ok(choice), call))
     }
 
     /// What `run_choice` would launch: the split may come out smaller than asked
     /// (partials capacity, cluster limit).
     pub fn plan_choice(&self, handle: usize, p: &Problem, choice: Choice) -> Result<Plan, Error> {
-        self.with(handle, |e| plan(&e.target(), choice, p))
+        self.with(handle, |e| plan(&e.target(), choice, &p.unit_view()))
     }
 
     /// The kernel the handle's device would run for `p` (standalone heuristic).
     pub fn plan_for(&self, handle: usize, p: &Problem, can_forward: bool) -> Result<Plan, Error> {
-        self.with(handle, |e| plan(&e.target(), e.dev.choose(p, e.dev.pdl(), can_forward)?, p))
+        let p = &p.unit_view();
+        self.with(handle, |e| plan(&e.target(), e.dev.choose_units(p, e.dev.pdl(), can_forward)?, p))
     }
 
     /// The device of a handle.

@@ -44,7 +44,8 @@ pub struct Plan {
     pub cluster: bool,
 }
 
-/// What runs `p` on target `t`, in this order:
+/// What runs `p` on target `t` (here and below, `p` counts K and the operand
+/// strides in units: `Problem::unit_view`), in this order:
 /// 1. the table's band for `p`, where it was measured and holds at `p.m`
 ///    (`Band::holds_at`): its kernel and split, or "forward" when there is a library
 ///    to forward to (`can_forward`);
@@ -162,6 +163,30 @@ mod tests {
 
     fn model() -> CostModel {
         crate::tuning::planner::test_model(&[(Family::Splitk, false, false), (Family::Splitk, true, false), (Family::Vdmfma, false, false), (Family::Wgmma, false, false), (Family::Wgmma, true, false), (Family::Wgmma, true, true)])
+    }
+
+    /// fp8 is planned in 16-bit units (two elements each) and finds its table
+    /// entry, listed in elements; an fp8 flavour the arch has no kernels for has
+    /// nothing to run (so it is forwarded, never reinterpreted).
+    #[test]
+    fn fp8_plans_in_units_and_only_its_own_flavour() {
+        let (t, fb) = (h100(), Fallback::for_arch(Arch::Sm90));
+        let cat = kernels::for_arch(Arch::Sm90).kernels;
+        let p = Problem::packed(DType::E4m3, 4, 2880, 4096, false);
+        let kernel = cat.iter().position(|k| k.dtype == DType::E4m3 && k.config.tile_m == 8 && k.config.family == Family::Splitk).unwrap();
+        let run = Choice::Run { kernel, split_k: 2 };
+        let table = Tuning::single(&p, run);
+        assert_eq!(choose(&table, &fb, &t, &p.unit_view(), true), Ok(run));
+        // 2048 units of K: the same K blocks as a 16-bit K of 2048.
+        let (u, b) = (plan(&t, run, &p.unit_view()).unwrap(), Problem::packed(DType::Bf16, 4, 2880, 2048, false));
+        let twin = cat.iter().position(|k| k.dtype == DType::Bf16 && k.config == cat[kernel].config).unwrap();
+        assert_eq!(u, Plan { kernel, ..plan(&t, Choice::Run { kernel: twin, split_k: 2 }, &b).unwrap() });
+        // Without a table the fallback plans fp8 with fp8 kernels only.
+        let Ok(Choice::Run { kernel: k, .. }) = choose(&Tuning::default(), &fb, &t, &p.unit_view(), false) else { panic!() };
+        assert_eq!(cat[k].dtype, DType::E4m3);
+        let fnuz = Problem::packed(DType::E4m3Fnuz, 4, 2880, 4096, false).unit_view();
+        assert!(cat.iter().all(|k| k.dtype != DType::E4m3Fnuz));
+        assert_eq!(choose(&Tuning::default(), &fb, &t, &fnuz, false), Err(Error::NoKernel));
     }
 
     /// The order of `choose`: a measured band that holds, else the planner (which

@@ -45,12 +45,18 @@ abi_struct! {
         /// the epilogue in place of `alpha` / `beta`; 0 for the host values.
         pub alpha_ptr: u64,
         pub beta_ptr: u64,
+        /// fp8 operand scales: device fp32, one value, or one per output feature
+        /// (`SCALE_A_VEC`, A = W) / per token (`SCALE_B_VEC`, B = X); 0 for none.
+        pub a_scale: u64,
+        pub b_scale: u64,
         /// Split-K slots: [tiles][split_k][tile_m * tile_n] fp32.
         pub partials: u64,
         /// Arrivals per tile; 0 between launches.
         pub counters: u64,
         /// At least 16 zero bytes (the source of masked copies on AMD).
         pub zeros: u64,
+        /// W and X strides and `k` count 16-bit units: elements of bf16/f16, pairs
+        /// of fp8 (`DType::per_unit`).
         pub ldw: i64,
         pub ldx: i64,
         pub ldy: i64,
@@ -67,7 +73,8 @@ abi_struct! {
         pub prefetch_row_bytes: i32,
         /// `PDL_*` flags.
         pub pdl_flags: i32,
-        /// `EPI_*` flags (the activation and the bias type) and `SPLIT_IN_ORDER`.
+        /// `EPI_*` flags (the activation and the bias type), `SPLIT_IN_ORDER`,
+        /// `SCALE_*_VEC` and `OUT_F16`.
         pub flags: i32,
         /// The unit, in K blocks, in which K is split between the CTAs of a tile:
         /// split s takes units [s·U/S, (s+1)·U/S) of the U = ceil(blocks / unit).
@@ -87,7 +94,8 @@ pub const PDL_PREFETCH_X: i32 = 2;
 pub const PDL_LEAD_SHIFT: i32 = 8;
 
 /// Bits of `GemmParams::flags`. The epilogue computes, after the split-K
-/// combine, `act(alpha * acc + beta * C + bias)` (hipBLASLt's order): ReLU ...
+/// combine, `act(alpha * scaleA * scaleB * acc + beta * C + bias)` (hipBLASLt's
+/// order): ReLU ...
 pub const EPI_RELU: i32 = 1;
 /// ... or GELU in hipBLASLt's tanh form, `0.5 x (1 + tanh(0.7978845608 x (1 +
 /// 0.044715 x^2)))` (its client reference, `_gelu` in clients/include/testing_matmul.hpp);
@@ -99,13 +107,19 @@ pub const EPI_BIAS_F32: i32 = 4;
 /// instruction family, K block and K slicing, a row's bits then depend only on the
 /// split (batch-invariant mode), not on the kernel that runs its batch.
 pub const SPLIT_IN_ORDER: i32 = 8;
+/// `a_scale` holds one scale per output feature (hipBLASLt's `OUTER_VEC_32F` for A).
+pub const SCALE_A_VEC: i32 = 16;
+/// `b_scale` holds one scale per token (`OUTER_VEC_32F` for B).
+pub const SCALE_B_VEC: i32 = 32;
+/// An fp8 kernel writes (and reads C and a 16-bit bias in) f16, not bf16.
+pub const OUT_F16: i32 = 64;
 
 /// The k of one split unit in batch-invariant plans: a multiple of every kernel's
 /// K block (checked over every catalog).
 pub const INVARIANT_K_UNIT: u32 = 256;
 
 /// Every flag constant with its C name, for the build's check.
-pub const FLAGS: [(&str, i32); 7] = [
+pub const FLAGS: [(&str, i32); 10] = [
     ("PDL_TRIGGER", PDL_TRIGGER),
     ("PDL_PREFETCH_X", PDL_PREFETCH_X),
     ("PDL_LEAD_SHIFT", PDL_LEAD_SHIFT),
@@ -113,6 +127,9 @@ pub const FLAGS: [(&str, i32); 7] = [
     ("EPI_GELU", EPI_GELU),
     ("EPI_BIAS_F32", EPI_BIAS_F32),
     ("SPLIT_IN_ORDER", SPLIT_IN_ORDER),
+    ("SCALE_A_VEC", SCALE_A_VEC),
+    ("SCALE_B_VEC", SCALE_B_VEC),
+    ("OUT_F16", OUT_F16),
 ];
 
 /// A tensor map for the tensor memory accelerator (`CUtensorMap`, sm_90): 128 opaque
@@ -152,7 +169,7 @@ mod tests {
             }
             assert!(size >= end && size - end < align);
         }
-        assert_eq!((size_of::<GemmParams>(), GemmParams::FIELDS.len()), (152, 24));
+        assert_eq!((size_of::<GemmParams>(), GemmParams::FIELDS.len()), (168, 26));
         assert_eq!((size_of::<TmaMaps>(), align_of::<TmaMaps>()), (256, 64));
     }
 }

@@ -28,12 +28,15 @@ pub const MAX_SPLIT: u32 = 64;
 /// Largest M the VDMFMA family (tiles of 8 tokens) is considered for.
 pub const VDMFMA_MAX_M: u32 = 8;
 
+/// How many element types there are (`DType`).
+const DTYPES: usize = 4;
+
 /// An arch's fallback candidates, resolved once (the hot path only iterates).
 #[derive(Clone, Debug)]
 pub struct Fallback {
     arch: Arch,
-    /// (config, catalog index for bf16, for f16).
-    candidates: Vec<(KernelConfig, [Option<usize>; 2])>,
+    /// (config, its catalog index per dtype, `DType as usize`).
+    candidates: Vec<(KernelConfig, [Option<usize>; DTYPES])>,
 }
 
 impl Fallback {
@@ -44,7 +47,7 @@ impl Fallback {
             .iter()
             .filter(|s| s.arch == arch.name())
             .flat_map(|s| s.configs.iter())
-            .map(|c| (*c, [kernels::index_of(arch, DType::Bf16, c), kernels::index_of(arch, DType::F16, c)]))
+            .map(|c| (*c, [DType::Bf16, DType::F16, DType::E4m3, DType::E4m3Fnuz].map(|d| kernels::index_of(arch, d, c))))
             .collect();
         Fallback { arch, candidates }
     }
@@ -64,7 +67,7 @@ impl Fallback {
         let target = CTAS_PER_UNIT * units as f64;
         let prefer_vdmfma = super::schema::target(self.arch.name()).is_some_and(|t| t.atom_toks > VDMFMA_MAX_M);
         let mut best: Option<((f64, u32, u8, i64), Choice)> = None;
-        let d = if p.dtype == DType::Bf16 { 0 } else { 1 };
+        let d = p.dtype as usize;
         for (c, idx) in self.candidates.iter().filter(|(c, _)| c.tile_m == tm && usable(c)) {
             let Some(kernel) = idx[d] else { continue };
             let tiles = p.n.div_ceil(c.tile_n) as u64 * p.m.div_ceil(c.tile_m) as u64;

@@ -6,28 +6,50 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Element type of A, B, C, D (all equal).
+/// Element type of the operands A (weights) and B (activations). For the 16-bit
+/// types C and D have it too; fp8 operands write bf16 or f16 (`Problem::out`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
     Bf16,
     F16,
+    /// OCP FP8 E4M3 (`HIP_R_8F_E4M3`): sm_90 and gfx950.
+    E4m3,
+    /// FP8 E4M3 FNUZ (`HIP_R_8F_E4M3_FNUZ`): gfx942.
+    E4m3Fnuz,
 }
 
 impl DType {
+    /// The 16-bit types: operands and output alike.
     pub const ALL: [DType; 2] = [DType::Bf16, DType::F16];
     pub fn name(self) -> &'static str {
         match self {
             DType::Bf16 => "bf16",
             DType::F16 => "f16",
+            DType::E4m3 => "e4m3",
+            DType::E4m3Fnuz => "e4m3fnuz",
         }
     }
-    /// The device-code element type.
+    /// The device-code element type (kernels/prelude/prelude.h).
     pub fn device_type(self) -> &'static str {
         match self {
             DType::Bf16 => "bf16_t",
             DType::F16 => "f16_t",
+            DType::E4m3 => "e4m3_t",
+            DType::E4m3Fnuz => "e4m3fnuz_t",
         }
+    }
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::E4m3 | DType::E4m3Fnuz)
+    }
+    /// Bytes per element.
+    pub fn bytes(self) -> u32 {
+        if self.is_fp8() { 1 } else { 2 }
+    }
+    /// Elements per 16-bit unit, the unit the kernels count K and the operand
+    /// strides in (`GemmParams`): fp8 data moves as pairs.
+    pub fn per_unit(self) -> u32 {
+        2 / self.bytes()
     }
 }
 
@@ -131,12 +153,15 @@ pub struct TargetFacts {
     /// 0 elsewhere.
     pub sm_lds: u32,
     pub lds_reserved: u32,
+    /// The fp8 type the matrix unit takes (FNUZ on gfx942, OCP on gfx950 and
+    /// sm_90), when the arch's fp8 kernels are built.
+    pub fp8: Option<DType>,
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0 },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0 },
-    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024 },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0, fp8: None },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0, fp8: None },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024, fp8: Some(DType::E4m3) },
 ];
 
 /// gemm_common.h's lds_spare: the LDS bytes a kernel using `base` bytes per CTA can
@@ -488,7 +513,9 @@ pub struct FallbackSet {
 }
 
 /// The (dtype, config) pairs an arch's binary must contain: every kernel a tuning
-/// entry names, plus the fallback set in both dtypes. Sorted, deduplicated.
+/// entry names, plus the fallback set in both 16-bit dtypes; and every dense config
+/// of those (split-K and wgmma; the sparse family has no fp8 form yet) in the
+/// arch's fp8 type, where it has one. Sorted, deduplicated.
 pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) -> Vec<(DType, KernelConfig)> {
     let mut set: Vec<(DType, KernelConfig)> =
         tuning.entries.iter().filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
@@ -498,6 +525,10 @@ pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) ->
                 set.push((d, *c));
             }
         }
+    }
+    if let Some(fp8) = target(arch).and_then(|t| t.fp8) {
+        let dense: Vec<KernelConfig> = set.iter().filter(|(d, c)| !d.is_fp8() && c.family != Family::Vdmfma).map(|(_, c)| *c).collect();
+        set.extend(dense.into_iter().map(|c| (fp8, c)));
     }
     set.sort();
     set.dedup();

@@ -58,26 +58,32 @@ fn run(tool: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Matrix instructions a kernel of `family` on `arch` must contain.
-fn matrix_mnemonics(arch: Arch, family: Family) -> &'static [&'static str] {
-    match (arch, family) {
-        (Arch::Gfx942, Family::Splitk) => &["v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16bf16_1k"],
-        (Arch::Gfx950, Family::Splitk) => &["v_mfma_f32_16x16x32_bf16", "v_mfma_f32_16x16x32_f16"],
-        (Arch::Sm90, Family::Splitk) => &["mma.sync.aligned.m16n8k16"],
-        (Arch::Gfx942, Family::Vdmfma) => &["v_smfmac_f32_16x16x32_bf16", "v_smfmac_f32_16x16x32_f16"],
-        (Arch::Gfx950, Family::Vdmfma) => &["v_smfmac_f32_16x16x64_bf16", "v_smfmac_f32_16x16x64_f16"],
-        (Arch::Sm90, Family::Vdmfma) => &["mma.sp::ordered_metadata.sync.aligned.m16n8k32"],
-        (Arch::Sm90, Family::Wgmma) => &["wgmma.mma_async.sync.aligned.m64n"],
-        (Arch::Gfx942 | Arch::Gfx950, Family::Wgmma) => &["(none: sm_90a only)"],
+/// A kernel's family, and whether its operands are fp8 (its matrix instructions differ).
+type Kind = (Family, bool);
+
+/// Matrix instructions a kernel of `kind` on `arch` must contain.
+fn matrix_mnemonics(arch: Arch, kind: Kind) -> &'static [&'static str] {
+    match (arch, kind) {
+        (Arch::Gfx942, (Family::Splitk, false)) => &["v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16bf16_1k"],
+        (Arch::Gfx950, (Family::Splitk, false)) => &["v_mfma_f32_16x16x32_bf16", "v_mfma_f32_16x16x32_f16"],
+        (Arch::Gfx942 | Arch::Gfx950, (Family::Splitk, true)) => &["v_mfma_f32_16x16x32_fp8_fp8"],
+        (Arch::Sm90, (Family::Splitk, false)) => &["mma.sync.aligned.m16n8k16"],
+        (Arch::Sm90, (Family::Splitk, true)) => &["mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3"],
+        (Arch::Gfx942, (Family::Vdmfma, _)) => &["v_smfmac_f32_16x16x32_bf16", "v_smfmac_f32_16x16x32_f16"],
+        (Arch::Gfx950, (Family::Vdmfma, _)) => &["v_smfmac_f32_16x16x64_bf16", "v_smfmac_f32_16x16x64_f16"],
+        (Arch::Sm90, (Family::Vdmfma, _)) => &["mma.sp::ordered_metadata.sync.aligned.m16n8k32"],
+        (Arch::Sm90, (Family::Wgmma, false)) => &["wgmma.mma_async.sync.aligned.m64n"],
+        (Arch::Sm90, (Family::Wgmma, true)) => &["k32.f32.e4m3.e4m3"],
+        (Arch::Gfx942 | Arch::Gfx950, (Family::Wgmma, _)) => &["(none: sm_90a only)"],
     }
 }
 
-/// The family of a catalog entry point (`None`: not in the catalog).
-fn family_of(ak: &ArchKernels, name: &str) -> Option<Family> {
-    ak.kernels.iter().find(|k| k.name == name).map(|k| k.config.family)
+/// The kind of a catalog entry point (`None`: not in the catalog).
+fn family_of(ak: &ArchKernels, name: &str) -> Option<Kind> {
+    ak.kernels.iter().find(|k| k.name == name).map(|k| (k.config.family, k.dtype.is_fp8()))
 }
 
-fn count_matrix_ops(arch: Arch, family: Option<Family>, line: &str) -> bool {
+fn count_matrix_ops(arch: Arch, family: Option<Kind>, line: &str) -> bool {
     family.is_some_and(|f| matrix_mnemonics(arch, f).iter().any(|m| line.contains(m)))
 }
 
@@ -138,7 +144,7 @@ fn audit_amd(ak: &ArchKernels) -> Result<Vec<KernelAudit>, String> {
         m.waves_per_simd = 512u32.checked_div(regs).map_or(8, |w| w.min(8));
         if m.matrix_ops == 0 {
             m.problems.push(match family_of(ak, &m.name) {
-                Some(f) => format!("no {} matrix instruction ({})", f.name(), matrix_mnemonics(ak.arch, f).join(", ")),
+                Some(f) => format!("no {} matrix instruction ({})", f.0.name(), matrix_mnemonics(ak.arch, f).join(", ")),
                 None => "not in the catalog".into(),
             });
         }

@@ -21,7 +21,7 @@ use skinnylt::engine::Device;
 use skinnylt::gpu::DeviceInfo;
 use skinnylt::route::DType;
 
-use crate::client::{Handle, Linear};
+use crate::client::{self, Handle, Linear};
 use crate::gpu::{Buf, Gpu};
 use crate::grid::{self, Shape};
 use crate::vendor::{self, OwnedProblem, Problem, Vendor};
@@ -207,10 +207,12 @@ pub const WORKSPACE_BYTES: usize = 32 << 20;
 
 /// One shape's inputs for timing with cold weights: `sets` copies of the weights
 /// (together more than 3x the L2), activations and outputs per set, and a bias.
+/// fp8 operands come with per-tensor scales and a bf16 output.
 pub struct ColdSets<'a> {
     pub sets: usize,
     /// GEMMs per timed graph (at least one per set).
     pub count: usize,
+    /// W and X of set 0 as 16-bit units (fp8: two elements per unit, in k order).
     pub w0: Vec<u16>,
     pub x: Vec<u16>,
     pub bias: Vec<u16>,
@@ -218,31 +220,71 @@ pub struct ColdSets<'a> {
     pub xs: Vec<Buf<'a>>,
     pub ys: Vec<Buf<'a>>,
     pub db: Buf<'a>,
+    /// The output's type.
+    pub out: DType,
+    /// fp8: A's per-tensor scale (fp32, on the device), B's `SCALE_STRIDE` bytes on; else 0.
+    pub scales: u64,
+    _scales: Buf<'a>,
+}
+
+/// Bytes from A's per-tensor scale to B's in `ColdSets::scales`.
+pub const SCALE_STRIDE: u64 = 256;
+
+/// An fp8 matrix as 16-bit units (an even number of bytes per row).
+fn fp8_units(bytes: &[u8]) -> Vec<u16> {
+    bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
 }
 
 impl<'a> ColdSets<'a> {
     pub fn new(cu: &'a Gpu, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-        let w_bytes = n * k * 2;
+        let fp8 = dtype.is_fp8();
+        if fp8 && !k.is_multiple_of(16) {
+            return Err(format!("fp8 needs K a multiple of 16 (16-byte rows), not {k}"));
+        }
+        let out = if fp8 { DType::Bf16 } else { dtype };
+        let e = dtype.bytes() as usize;
+        let w_bytes = n * k * e;
         let sets = (3 * l2_bytes as usize).div_ceil(w_bytes).clamp(2, 400);
         let alloc = |bytes: usize| -> Result<Vec<Buf<'a>>, String> { (0..sets).map(|_| cu.malloc(bytes).map(|p| Buf(cu, p))).collect() };
+        let matrix = |rng: &mut Rng, rows| if fp8 { fp8_units(&reference::random_fp8(rng, dtype, rows, k, k)) } else { reference::random_matrix(rng, dtype, rows, k, k) };
         // One random weight set, copied to the others.
-        let w0 = reference::random_matrix(rng, dtype, n, k, k);
+        let w0 = matrix(rng, n);
         let w = alloc(w_bytes)?;
         cu.htod(w[0].1, &w0)?;
         for b in &w[1..] {
             cu.copy_async(b.1, w[0].1, w_bytes, s)?;
         }
-        let x = reference::random_matrix(rng, dtype, m, k, k);
-        let (xs, ys) = (alloc(m * k * 2)?, alloc(m * n * 2)?);
+        let x = matrix(rng, m);
+        let (xs, ys) = (alloc(m * k * e)?, alloc(m * n * 2)?);
         for b in &xs {
             cu.htod(b.1, &x)?;
         }
-        let bias = reference::random_matrix(rng, dtype, 1, n, n);
+        let bias = reference::random_matrix(rng, out, 1, n, n);
         let db = Buf(cu, cu.malloc(n * 2)?);
         cu.htod(db.1, &bias)?;
+        // A's scale, and B's 256 bytes on (cuBLASLt wants its scale pointers aligned).
+        let scales = Buf(cu, cu.malloc(2 * SCALE_STRIDE as usize)?);
+        cu.htod(scales.1, &[1.0f32])?;
+        cu.htod(scales.1 + SCALE_STRIDE, &[1.0f32])?;
         cu.sync(s)?;
-        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db })
+        let scale_ptr = if fp8 { scales.1 } else { 0 };
+        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db, out, scales: scale_ptr, _scales: scales })
+    }
+
+    /// The float64 output of set 0 (every set holds the same weights and
+    /// activations): `dtype` is the operands' type the sets were made with.
+    pub fn reference(&self, dtype: DType, sh: &Shape) -> Vec<f64> {
+        let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
+        if !dtype.is_fp8() {
+            return reference::reference(dtype, m, n, k, &self.w0, k, &self.x, k, sh.bias.then_some(&self.bias[..]), 1.0);
+        }
+        // Byte i of a row is the low (even i) or high half of unit i / 2.
+        let value = reference::fp8_table(dtype);
+        let byte = |units: &[u16], i: usize| (units[i / 2] >> (8 * (i % 2))) as u8;
+        let dot = reference::reference_by(m, n, k, |j, kk| value[byte(&self.w0, j * k + kk) as usize], |t, kk| value[byte(&self.x, t * k + kk) as usize]);
+        let bias = |j: usize| if sh.bias { reference::from_bits(self.out, self.bias[j]) as f64 } else { 0.0 };
+        dot.iter().enumerate().map(|(i, d)| d + bias(i % n)).collect()
     }
 
     /// The weights, activations and output of call `c` of a graph: the sets in
@@ -285,7 +327,7 @@ impl<'a> Rig<'a> {
     /// The vendor's problem for `sh` on `cs`, with its heuristic's top-8 algorithms.
     pub fn vendor_problem(&self, dtype: DType, sh: &Shape, cs: &ColdSets) -> Result<OwnedProblem<'_>, String> {
         let bias = if sh.bias { cs.db.1 } else { 0 };
-        Ok(OwnedProblem::new(&*self.lt, self.lt.problem(dtype, sh.m as u64, sh.n as u64, sh.k as u64, bias, WORKSPACE_BYTES as u64, 8)?))
+        Ok(OwnedProblem::new(&*self.lt, self.lt.problem(dtype, cs.out, sh.m as u64, sh.n as u64, sh.k as u64, bias, cs.scales, WORKSPACE_BYTES as u64, 8)?))
     }
 
     /// Call `c` of the vendor's algorithm `algo` on the cold sets.
@@ -307,6 +349,7 @@ impl<'a> Rig<'a> {
     pub fn vendor_times(&self, reps: usize, p: &Problem, cs: &ColdSets, ws: &Buf) -> (f64, f64) {
         let (cu, s) = (self.cu, self.s);
         let (mut best, mut first) = (f64::INFINITY, f64::INFINITY);
+        let mut last_error = None;
         for i in 0..p.algos() {
             let t = self.vendor_matmul(p, i, cs, 0, ws).and_then(|_| cu.sync(s)).and_then(|_| {
                 time_graph(cu, s, reps, cs.count, || {
@@ -316,12 +359,18 @@ impl<'a> Rig<'a> {
                     Ok(())
                 })
             });
-            if let Ok(t) = t {
-                best = best.min(t);
-                if i == 0 {
-                    first = t;
+            match t {
+                Ok(t) => {
+                    best = best.min(t);
+                    if i == 0 {
+                        first = t;
+                    }
                 }
+                Err(e) => last_error = Some(e),
             }
+        }
+        if best.is_infinite() {
+            eprintln!("{}: no algorithm ran ({} from the heuristic){}", self.lt.name(), p.algos(), last_error.map_or(String::new(), |e| format!("; the last failed: {e}")));
         }
         (best, first)
     }
@@ -470,7 +519,7 @@ impl Bencher<'_> {
             None
         };
         drop(p);
-        let floor_us = floor_us(&sh, self.rig.bw);
+        let floor_us = floor_us(&sh, self.dtype, self.rig.bw);
         let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), own_us: own.unwrap_or(f64::NAN), vendor_us: vendor, vendor_top1_us: vendor_top1, floor_us, forwarded };
         Ok((row, host))
     }
@@ -482,7 +531,16 @@ impl Bencher<'_> {
     /// its fallback).
     fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<(Linear, bool, bool), String> {
         let (m, n, k) = (sh.m as u64, sh.n as u64, sh.k as u64);
-        let l = Linear::new(self.dtype, m, n, k, k, k, n, sh.bias.then_some(cs.db.1))?;
+        let fp8 = self.dtype.is_fp8();
+        let o = client::Options {
+            epilogue: if sh.bias { skinnylt::abi::EPILOGUE_BIAS } else { 0 },
+            bias: sh.bias.then_some(cs.db.1),
+            out: fp8.then_some(cs.out),
+            a_scale: fp8.then_some((cs.scales, false)),
+            b_scale: fp8.then_some((cs.scales + SCALE_STRIDE, false)),
+            ..client::Options::default()
+        };
+        let l = Linear::with_options(self.dtype, m, n, k, k, k, n, &o)?;
         let dev = &self.rig.dev;
         use skinnylt::engine::Error;
         // As the calls are routed: batch-invariant under SKINNYLT_BATCH_INVARIANT.
@@ -510,11 +568,11 @@ impl Bencher<'_> {
     }
 }
 
-/// The time floor of `sh` (µs): the bytes a GEMM must read and write (W, X, Y and
-/// the bias) at the measured copy bandwidth `bw`.
-fn floor_us(sh: &Shape, bw: f64) -> f64 {
+/// The time floor of `sh` (µs): the bytes a GEMM must read and write (W and X of
+/// `dtype`, the 16-bit Y and bias) at the measured copy bandwidth `bw`.
+fn floor_us(sh: &Shape, dtype: DType, bw: f64) -> f64 {
     let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-    let bytes = 2.0 * (n * k + m * k + m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
+    let bytes = dtype.bytes() as f64 * (n * k + m * k) as f64 + 2.0 * (m * n) as f64 + if sh.bias { 2.0 * n as f64 } else { 0.0 };
     bytes / bw * 1e6
 }
 

@@ -73,6 +73,9 @@ pub struct Args {
     /// With --kernel-sweep: only kernels whose name contains this text (e.g. "vdmfma").
     #[arg(long)]
     pub kernel_filter: Option<String>,
+    /// Run only the fp8 cases (part of the full suite on an arch with fp8 kernels).
+    #[arg(long)]
+    pub fp8: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -152,6 +155,13 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
         return s.finish(a);
     }
 
+    let fp8 = skinnylt::tuning::schema::target(dev.arch.name()).and_then(|t| t.fp8);
+    if a.fp8 {
+        let fp8 = fp8.ok_or(format!("{} has no fp8 kernels", dev.arch.name()))?;
+        s.fp8_group(fp8, a.limit.unwrap_or(usize::MAX), a.random)?;
+        return s.finish(a);
+    }
+
     // ---- correctness over the public grid and odd shapes ----
     let mut cases = grid_cases(a.limit.unwrap_or(usize::MAX));
     if a.tuning == "shipped" && a.limit.is_none() {
@@ -171,6 +181,11 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
         s.epilogue(c, v)?;
     }
     println!("epilogues: {} cases in {:.0} s", epilogue_cases.len(), t0.elapsed().as_secs_f64());
+
+    // ---- fp8 operands with their scales, where the arch has fp8 kernels ----
+    if let Some(fp8) = fp8 {
+        s.fp8_group(fp8, a.limit.unwrap_or(usize::MAX), a.random)?;
+    }
 
     // ---- batch invariance: every row's bits independent of M and of its place ----
     let t0 = Instant::now();
@@ -245,7 +260,13 @@ fn invariance_shapes(r: &mut Rng, limit: usize) -> Vec<(usize, usize, bool)> {
 /// it was measured at, sorted (entries beyond the grid: a user's or a model's shapes).
 fn table_cases(table: &skinnylt::tuning::Tuning, known: &[Case]) -> Vec<Case> {
     let covered: std::collections::HashSet<_> = known.iter().map(|c| (c.dtype, c.m, c.n, c.k, c.bias)).collect();
-    let mut runs: Vec<_> = table.measured_runs().map(|(dtype, n, k, bias, m)| (dtype, m as usize, n as usize, k as usize, bias)).filter(|c| !covered.contains(c)).collect();
+    // The fp8 entries (the public grid) are the fp8 group's shapes.
+    let mut runs: Vec<_> = table
+        .measured_runs()
+        .filter(|(dtype, ..)| !dtype.is_fp8())
+        .map(|(dtype, n, k, bias, m)| (dtype, m as usize, n as usize, k as usize, bias))
+        .filter(|c| !covered.contains(c))
+        .collect();
     runs.sort();
     runs.into_iter().enumerate().map(|(i, (dtype, m, n, k, bias))| Case { group: "table", dtype, m, n, k, bias, ldw: k, ldy: n, workspace: i % 3 == 0 }).collect()
 }
@@ -320,6 +341,21 @@ fn check_output(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], want: &
     check_output_scaled(dtype, m, n, ldy, y, want, want)
 }
 
+/// `check_output` for fp8 operands: the fp8 matrix instructions accumulate with
+/// fewer mantissa bits than fp32 (about 14 on Hopper: DeepSeek-V3 technical report,
+/// section 3.3.2), so the error grows with K beyond an f16 output's rounding
+/// (3.4e-3 at K = 16384, measured on the H100); held to bf16's tolerance.
+fn check_fp8_output(out: DType, m: usize, n: usize, y: &[u16], want: &[f64]) -> Result<f64, String> {
+    match reference::rel_error(out, m, n, y, n, want) {
+        None => Err("output not fully written (NaN poison left) or non-finite".into()),
+        Some(e) if e > FP8_TOLERANCE => Err(format!("relative error {e:.3e} > {FP8_TOLERANCE:.0e}")),
+        Some(e) => Ok(e),
+    }
+}
+
+/// The relative error fp8 cases may have (see `check_fp8_output`).
+pub const FP8_TOLERANCE: f64 = 1e-2;
+
 /// `check_output` with the error relative to `scale` (`reference::rel_error_scaled`):
 /// the values before an activation.
 fn check_output_scaled(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], want: &[f64], scale: &[f64]) -> Result<f64, String> {
@@ -330,6 +366,92 @@ fn check_output_scaled(dtype: DType, m: usize, n: usize, ldy: usize, y: &[u16], 
         None => Err("output not fully written (NaN poison left) or non-finite".into()),
         Some(e) if e > reference::tolerance(dtype) => Err(format!("relative error {e:.3e} > {:.0e}", reference::tolerance(dtype))),
         Some(e) => Ok(e),
+    }
+}
+
+/// The operand scales of an fp8 case.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scales {
+    None,
+    /// One fp32 value per operand.
+    Tensor,
+    /// One per output feature (A) and one per token (B): `OUTER_VEC_32F`.
+    Rows,
+    /// A per output feature, B per tensor.
+    RowsTensor,
+}
+
+impl Scales {
+    const ALL: [Scales; 4] = [Scales::None, Scales::Tensor, Scales::Rows, Scales::RowsTensor];
+    /// (A is a vector, B is a vector), or None without scales.
+    fn vectors(self) -> Option<(bool, bool)> {
+        match self {
+            Scales::None => None,
+            Scales::Tensor => Some((false, false)),
+            Scales::Rows => Some((true, true)),
+            Scales::RowsTensor => Some((true, false)),
+        }
+    }
+    /// How a case name shows the scales and the output type (nothing for 16-bit).
+    fn name(self, out: DType) -> String {
+        match self.vectors() {
+            None => String::new(),
+            Some((a, b)) => format!(" scales={}{} out={}", if a { "row" } else { "tensor" }, if b { "/row" } else { "/tensor" }, out.name()),
+        }
+    }
+}
+
+/// A case's operands, bias and output on the device, its scales, and its product
+/// `alpha · sA[n] · sB[t] · Σ X·Wᵀ + bias` (bias in the output type) in float64.
+struct Operands<'a> {
+    dw: Buf<'a>,
+    dx: Buf<'a>,
+    db: Buf<'a>,
+    dy: Buf<'a>,
+    /// A's scales then B's (fp32), when there are any.
+    _dscales: Buf<'a>,
+    a_scale: u64,
+    b_scale: u64,
+    /// `SCALE_*_VEC` and `OUT_F16` bits, as routing would set them.
+    flags: i32,
+    product: Vec<f64>,
+}
+
+impl<'a> Operands<'a> {
+    /// Random operands of `dtype` (16-bit, or fp8 with an output type `out`), W of
+    /// n rows of `ldw`, X packed, Y of m rows of `ldy`.
+    fn random(cu: &'a Gpu, r: &mut Rng, (dtype, out): (DType, DType), (m, n, k, ldw, ldy): (usize, usize, usize, usize, usize), bias: bool, alpha: f64, scales: Scales) -> Result<Operands<'a>, String> {
+        use skinnylt::kernels::params::{OUT_F16, SCALE_A_VEC, SCALE_B_VEC};
+        let b = reference::random_matrix(r, out, 1, n, n);
+        let (dw, dx, db, dy) = (Buf(cu, cu.malloc(n * ldw * 2)?), Buf(cu, cu.malloc(m * k * 2)?), Buf(cu, cu.malloc(n * 2)?), Buf(cu, cu.malloc(m * ldy * 2)?));
+        cu.htod(db.1, &b)?;
+        let bias_at = |j: usize| if bias { reference::from_bits(out, b[j]) as f64 } else { 0.0 };
+        if !dtype.is_fp8() {
+            let w = reference::random_matrix(r, dtype, n, k, ldw);
+            let x = reference::random_matrix(r, dtype, m, k, k);
+            cu.htod(dw.1, &w)?;
+            cu.htod(dx.1, &x)?;
+            let product = reference::reference(dtype, m, n, k, &w, ldw, &x, k, bias.then_some(&b[..]), alpha);
+            return Ok(Operands { dw, dx, db, dy, _dscales: Buf(cu, cu.malloc(8)?), a_scale: 0, b_scale: 0, flags: 0, product });
+        }
+        let w = reference::random_fp8(r, dtype, n, k, ldw);
+        let x = reference::random_fp8(r, dtype, m, k, k);
+        cu.htod(dw.1, &w)?;
+        cu.htod(dx.1, &x)?;
+        // Scales in [0.5, 2), so that a scale applied twice or to the wrong row shows.
+        let (av, bv) = scales.vectors().unwrap_or((false, false));
+        let (na, nb) = (if av { n } else { 1 }, if bv { m } else { 1 });
+        let sv: Vec<f32> = (0..na + nb).map(|_| 1.25 + 0.75 * r.unit()).collect();
+        let dscales = Buf(cu, cu.malloc(sv.len() * 4)?);
+        cu.htod(dscales.1, &sv)?;
+        let sa = |j: usize| if scales == Scales::None { 1.0 } else { sv[if av { j } else { 0 }] as f64 };
+        let sb = |t: usize| if scales == Scales::None { 1.0 } else { sv[na + if bv { t } else { 0 }] as f64 };
+        let value = reference::fp8_table(dtype);
+        let dot = reference::reference_by(m, n, k, |j, kk| value[w[j * ldw + kk] as usize], |t, kk| value[x[t * k + kk] as usize]);
+        let product = dot.iter().enumerate().map(|(i, d)| alpha * sa(i % n) * sb(i / n) * d + bias_at(i % n)).collect();
+        let (a_scale, b_scale) = if scales == Scales::None { (0, 0) } else { (dscales.1, dscales.1 + 4 * na as u64) };
+        let flags = if av && scales != Scales::None { SCALE_A_VEC } else { 0 } | if bv { SCALE_B_VEC } else { 0 } | if out == DType::F16 { OUT_F16 } else { 0 };
+        Ok(Operands { dw, dx, db, dy, _dscales: dscales, a_scale, b_scale, flags, product })
     }
 }
 
@@ -523,12 +645,15 @@ impl<'a> Suite<'a> {
     fn sweep_shape(&mut self, ki: usize, ke: &KernelEntry, (mi, m): (usize, usize), tally: &mut Tally) -> Result<(), String> {
         let cu = self.cu;
         let (tn, tk) = (ke.config.tile_n as usize, ke.config.tile_k as usize);
+        // fp8 kernels count K in pairs: K and the strides in elements are twice theirs.
+        let per = ke.dtype.per_unit() as usize;
+        let out = if !ke.dtype.is_fp8() { ke.dtype } else { DType::ALL[(ki + mi) % 2] };
         let r = &mut self.rng;
         // N: a partial last tile (sometimes a single partial tile), odd; K: a
-        // multiple of 8 with a partial last K block, >= 5 blocks (split 5).
+        // multiple of 16 bytes with a partial last K block, >= 5 blocks (split 5).
         let n = if mi % 3 == 0 { 1 + 2 * r.below((tn / 2) as u64) as usize } else { tn + 1 + 2 * r.below(tn as u64) as usize };
-        let k = 5 * tk + 8 * (1 + r.below((tk / 8 - 1) as u64) as usize);
-        let (ldw, ldy) = (k + 8 * (mi % 3), n + mi % 4);
+        let k = per * (5 * tk + 8 * (1 + r.below((tk / 8 - 1) as u64) as usize));
+        let (ldw, ldy) = (k + 8 * per * (mi % 3), n + mi % 4);
         // The epilogue: one of its variants, or (every tenth) the plain product with
         // a bias on even shapes and alpha != 1 on some, rotating over kernels.
         let variant = VARIANTS.get((ki + mi) % (VARIANTS.len() + 1)).copied().unwrap_or(Variant {
@@ -539,33 +664,36 @@ impl<'a> Suite<'a> {
             bias: if mi % 2 == 0 { BiasKind::Output } else { BiasKind::None },
             device_scalars: false,
         });
-        let host = HostInputs::random(r, ke.dtype, m, n, k, ldw);
-        let extra = variant.host(r, ke.dtype, m, n, ldy);
+        let scales = if ke.dtype.is_fp8() { Scales::ALL[(ki + mi) % Scales::ALL.len()] } else { Scales::None };
         let out_bias = variant.bias == BiasKind::Output;
-        let product = reference::reference(ke.dtype, m, n, k, &host.w, ldw, &host.x, k, out_bias.then_some(&host.b[..]), variant.alpha as f64);
-        let want = variant.reference(ke.dtype, m, n, &product, &extra);
-        let scale = variant.pre_activation(ke.dtype, m, n, &product, &extra);
-        let d = host.upload(cu, m, ldy)?;
+        let ops = Operands::random(cu, r, (ke.dtype, out), (m, n, k, ldw, ldy), out_bias, variant.alpha as f64, scales)?;
+        let extra = variant.host(r, out, m, n, ldy);
+        let want = variant.reference(out, m, n, &ops.product, &extra);
+        let scale = variant.pre_activation(out, m, n, &ops.product, &extra);
         let ext = ExtraBuffers::upload(cu, &variant, &extra, m)?;
         let p = Problem {
             bias: match variant.bias {
                 BiasKind::None => 0,
-                BiasKind::Output => d.db.1,
+                BiasKind::Output => ops.db.1,
                 BiasKind::F32 => ext.bias_f32.1,
             },
-            epilogue: variant.kernel_bits(),
+            epilogue: variant.kernel_bits() | ops.flags,
             dtype: ke.dtype,
+            out,
+            a_scale: ops.a_scale,
+            b_scale: ops.b_scale,
             m: m as u32,
             n: n as u32,
             k: k as u32,
-            w: d.dw.1,
+            w: ops.dw.1,
             ldw: ldw as u64,
-            x: d.dx.1,
+            x: ops.dx.1,
             ldx: k as u64,
-            ..ext.problem(&variant, d.dy.1, ldy)
+            ..ext.problem(&variant, ops.dy.1, ldy)
         };
+        let d = &ops;
         for (si, &split) in SWEEP_SPLITS.iter().enumerate() {
-            let name = format!("sweep {} M={m} N={n} K={k} split={split} ldw={ldw} ldy={ldy} {}", ke.name, variant.name());
+            let name = format!("sweep {} M={m} N={n} K={k} split={split} ldw={ldw} ldy={ldy} {}{}", ke.name, variant.name(), scales.name(out));
             // A caller workspace on every other run.
             let (ws, ws_size) = if (mi + si) % 2 == 1 { (self.ws.1, self.ws_bytes) } else { (0, 0) };
             let call = Call { workspace: ws, workspace_size: ws_size, stream: Stream(std::ptr::null_mut()) };
@@ -579,7 +707,7 @@ impl<'a> Suite<'a> {
                     cu.dtoh(&mut y, d.dy.1)?;
                     Ok(y)
                 })
-                .and_then(|y| check_output_scaled(ke.dtype, m, n, ldy, &y, &want, &scale))
+                .and_then(|y| check_output_scaled(out, m, n, ldy, &y, &want, &scale))
                 .map(|e| {
                     tally.worst = tally.worst.max(e);
                     tally.ok += 1;
@@ -647,6 +775,23 @@ impl<'a> Suite<'a> {
         Ok(())
     }
 
+    /// The sample clients' sequence: the heuristic's first algo, then `hipblasLtMatmul`
+    /// with it (scalars, (W, X, C, D), the workspace); the call must be run by
+    /// skinnylt. Returns D's first `len` elements after the device is done.
+    fn heuristic_then_matmul(&self, l: &Linear, scalars: (*const c_void, *const c_void), ptrs: (u64, u64, u64, u64), ws: (u64, usize), len: usize) -> Result<Vec<u16>, String> {
+        let before = crate::counters().intercepted;
+        let algo = l.heuristic(&self.h)?;
+        match l.run_full(&self.h, Some(&algo), scalars, ptrs, ws, std::ptr::null_mut()) {
+            skinnylt::abi::STATUS_SUCCESS if crate::counters().intercepted == before + 1 => {}
+            skinnylt::abi::STATUS_SUCCESS => return Err("the call was not run by skinnylt".into()),
+            st => return Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), crate::counters())),
+        }
+        self.cu.device_sync()?;
+        let mut y = vec![0u16; len];
+        self.cu.dtoh(&mut y, ptrs.3)?;
+        Ok(y)
+    }
+
     /// One epilogue case through the C API: descriptors as PyTorch sets them,
     /// heuristic, then matmul with the algo it returned; against float64.
     fn epilogue(&mut self, c: &Case, v: &Variant) -> Result<(), String> {
@@ -668,34 +813,77 @@ impl<'a> Suite<'a> {
             device_scalars: v.device_scalars,
             ldc: (v.c == COperand::Apart).then_some(extra.ldc as u64),
             uniform_order: false,
+            ..client::Options::default()
         };
         let l = Linear::with_options(c.dtype, c.m as u64, c.n as u64, c.k as u64, c.ldw as u64, c.k as u64, c.ldy as u64, &spec)?;
         ext.prepare_output(cu, v, &extra, d.dy.1, c.m, c.ldy)?;
         let host_scalars = [v.alpha, v.beta];
-        let (ws, ws_size) = if c.workspace { (self.ws.1, self.ws_bytes) } else { (0, 0) };
-        let before = crate::counters().intercepted;
-        let res = l
-            .heuristic(&self.h)
-            .and_then(|algo| {
-                let st = l.run_full(&self.h, Some(&algo), ext.scalar_args(v, &host_scalars), (d.dw.1, d.dx.1, ext.c_arg(v, d.dy.1), d.dy.1), (ws, ws_size), std::ptr::null_mut());
-                match st {
-                    skinnylt::abi::STATUS_SUCCESS if crate::counters().intercepted == before + 1 => Ok(()),
-                    skinnylt::abi::STATUS_SUCCESS => Err("the call was not run by skinnylt".into()),
-                    st => Err(format!("hipblasLtMatmul returned {} ({})", skinnylt::abi::status_name(st), crate::counters())),
-                }
-            })
-            .and_then(|_| cu.device_sync())
-            .and_then(|_| {
-                let mut y = vec![0u16; c.m * c.ldy];
-                cu.dtoh(&mut y, d.dy.1)?;
-                Ok(y)
-            })
+        let ws = if c.workspace { (self.ws.1, self.ws_bytes) } else { (0, 0) };
+        let res = self
+            .heuristic_then_matmul(&l, ext.scalar_args(v, &host_scalars), (d.dw.1, d.dx.1, ext.c_arg(v, d.dy.1), d.dy.1), ws, c.m * c.ldy)
             .and_then(|y| {
                 let product = reference::reference(c.dtype, c.m, c.n, c.k, &host.w, c.ldw, &host.x, c.k, out_bias.then_some(&host.b[..]), v.alpha as f64);
                 let want = v.reference(c.dtype, c.m, c.n, &product, &extra);
                 let scale = v.pre_activation(c.dtype, c.m, c.n, &product, &extra);
                 check_output_scaled(c.dtype, c.m, c.n, c.ldy, &y, &want, &scale).map(|e| format!("rel_err={e:.3e}"))
             });
+        self.record(name, res);
+        Ok(())
+    }
+
+    /// fp8 through the C API as `torch._scaled_mm` calls it: the public grid and
+    /// `random` odd shapes (K a multiple of 16),
+    /// each with the next of the scale kinds, bias kinds (none, the output type,
+    /// fp32) and output types in turn; heuristic then matmul; against float64 of
+    /// the decoded fp8 values.
+    fn fp8_group(&mut self, fp8: DType, limit: usize, random: usize) -> Result<(), String> {
+        let t0 = Instant::now();
+        let mut shapes: Vec<(usize, usize, usize)> = grid::public().iter().take(limit).map(|sh| (sh.m as usize, sh.n as usize, sh.k as usize)).collect();
+        for _ in 0..random {
+            let r = &mut self.rng;
+            shapes.push((1 + r.below(128) as usize, 1 + r.below(3000) as usize, 16 * (1 + r.below(400) as usize)));
+        }
+        for (i, &(m, n, k)) in shapes.iter().enumerate() {
+            let bias = [BiasKind::None, BiasKind::Output, BiasKind::F32][i % 3];
+            self.fp8_case(fp8, (m, n, k), Scales::ALL[i / 3 % 4], bias, DType::ALL[i / 12 % 2])?;
+        }
+        println!("fp8 ({}): {} cases in {:.0} s", fp8.name(), shapes.len(), t0.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    fn fp8_case(&mut self, fp8: DType, (m, n, k): (usize, usize, usize), scales: Scales, bias: BiasKind, out: DType) -> Result<(), String> {
+        let cu = self.cu;
+        let alpha = 0.75f32;
+        let name = format!("fp8 {} M={m} N={n} K={k} bias={bias:?}{}", fp8.name(), scales.name(out));
+        let ops = Operands::random(cu, &mut self.rng, (fp8, out), (m, n, k, k, n), bias == BiasKind::Output, alpha as f64, scales)?;
+        let bias_f32: Vec<f32> = (0..n).map(|_| self.rng.unit()).collect();
+        let db32 = Buf(cu, cu.malloc(n * 4)?);
+        cu.htod(db32.1, &bias_f32)?;
+        let want: Vec<f64> = match bias {
+            BiasKind::F32 => ops.product.iter().enumerate().map(|(i, p)| p + bias_f32[i % n] as f64).collect(),
+            _ => ops.product.clone(),
+        };
+        let (av, bv) = scales.vectors().unwrap_or((false, false));
+        let spec = client::Options {
+            epilogue: if bias == BiasKind::None { 0 } else { skinnylt::abi::EPILOGUE_BIAS },
+            bias: match bias {
+                BiasKind::None => None,
+                BiasKind::Output => Some(ops.db.1),
+                BiasKind::F32 => Some(db32.1),
+            },
+            bias_type: (bias == BiasKind::F32).then_some(skinnylt::abi::R_32F),
+            out: Some(out),
+            a_scale: (scales != Scales::None).then_some((ops.a_scale, av)),
+            b_scale: (scales != Scales::None).then_some((ops.b_scale, bv)),
+            ..client::Options::default()
+        };
+        let l = Linear::with_options(fp8, m as u64, n as u64, k as u64, k as u64, k as u64, n as u64, &spec)?;
+        cu.memset16(ops.dy.1, 0xffff, m * n)?;
+        let host_scalars = [alpha, 0.0];
+        let scalars = ((&host_scalars[0] as *const f32).cast(), (&host_scalars[1] as *const f32).cast());
+        let res = self
+            .heuristic_then_matmul(&l, scalars, (ops.dw.1, ops.dx.1, ops.dy.1, ops.dy.1), (self.ws.1, self.ws_bytes), m * n)
+            .and_then(|y| check_fp8_output(out, m, n, &y, &want).map(|e| format!("rel_err={e:.3e}")));
         self.record(name, res);
         Ok(())
     }

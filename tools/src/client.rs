@@ -9,10 +9,7 @@ use skinnylt::ffi::hipblaslt as lt;
 use skinnylt::route::DType;
 
 pub fn hip_type(d: DType) -> i32 {
-    match d {
-        DType::Bf16 => R_16BF,
-        DType::F16 => R_16F,
-    }
+    skinnylt::route::hip_from_dtype(d)
 }
 
 fn ok(s: Status, what: &str) -> Result<(), String> {
@@ -62,6 +59,12 @@ pub struct Options {
     pub ldc: Option<u64>,
     /// `UNIFORM_SUMMATION_ORDER_EXT` = 1: batch invariance.
     pub uniform_order: bool,
+    /// The type of C and D when it is not the operands' (fp8 operands).
+    pub out: Option<DType>,
+    /// `A_SCALE_POINTER` / `B_SCALE_POINTER`, with `*_SCALE_MODE = OUTER_VEC_32F`
+    /// when the flag is set (a vector).
+    pub a_scale: Option<(u64, bool)>,
+    pub b_scale: Option<(u64, bool)>,
 }
 
 impl Linear {
@@ -98,12 +101,21 @@ impl Linear {
             if e.uniform_order {
                 set(desc_attr::UNIFORM_SUMMATION_ORDER_EXT, &1i32.to_le_bytes())?;
             }
+            for (scale, ptr_attr, mode_attr) in [(e.a_scale, desc_attr::A_SCALE_POINTER, desc_attr::A_SCALE_MODE), (e.b_scale, desc_attr::B_SCALE_POINTER, desc_attr::B_SCALE_MODE)] {
+                if let Some((p, vector)) = scale {
+                    set(ptr_attr, &p.to_le_bytes())?;
+                    if vector {
+                        set(mode_attr, &SCALE_MODE_OUTER_VEC_32F.to_le_bytes())?;
+                    }
+                }
+            }
+            let to = e.out.map_or(t, hip_type);
             ok(lt::hipblasLtMatrixLayoutCreate(&mut l.a, t, k, n, ldw as i64), "LayoutCreate A")?;
             ok(lt::hipblasLtMatrixLayoutCreate(&mut l.b, t, k, m, ldx as i64), "LayoutCreate B")?;
-            ok(lt::hipblasLtMatrixLayoutCreate(&mut l.d, t, n, m, ldy as i64), "LayoutCreate D")?;
+            ok(lt::hipblasLtMatrixLayoutCreate(&mut l.d, to, n, m, ldy as i64), "LayoutCreate D")?;
             l.c = l.d;
             if let Some(ldc) = e.ldc {
-                ok(lt::hipblasLtMatrixLayoutCreate(&mut l.c, t, n, m, ldc as i64), "LayoutCreate C")?;
+                ok(lt::hipblasLtMatrixLayoutCreate(&mut l.c, to, n, m, ldc as i64), "LayoutCreate C")?;
             }
         }
         Ok(l)

@@ -34,6 +34,10 @@ pub struct Args {
 pub enum DTypeArg {
     Bf16,
     F16,
+    /// OCP FP8 E4M3 operands, bf16 output, per-tensor scales (sm_90, gfx950).
+    E4m3,
+    /// FP8 E4M3 FNUZ operands, bf16 output, per-tensor scales (gfx942).
+    E4m3fnuz,
 }
 
 impl From<DTypeArg> for DType {
@@ -41,12 +45,18 @@ impl From<DTypeArg> for DType {
         match d {
             DTypeArg::Bf16 => DType::Bf16,
             DTypeArg::F16 => DType::F16,
+            DTypeArg::E4m3 => DType::E4m3,
+            DTypeArg::E4m3fnuz => DType::E4m3Fnuz,
         }
     }
 }
 
 pub fn run(a: &Args) -> i32 {
     let dtype: DType = a.dtype.into();
+    if dtype.is_fp8() {
+        eprintln!("demo runs bf16 and f16; fp8 is checked by `skinnylt check --fp8` and timed by `skinnylt bench --dtype {}`", dtype.name());
+        return 2;
+    }
     println!(
         "decode GEMM: Y[{m},{n}] = X[{m},{k}] · W[{n},{k}]ᵀ{} in {} — as PyTorch's F.linear calls hipblasLtMatmul (opA=T, opB=N)",
         if a.bias { " + bias" } else { "" },

@@ -22,6 +22,7 @@ impl Rng {
     }
 }
 
+/// The 16-bit pattern of `v` in a 16-bit type.
 pub fn to_bits(d: DType, v: f32) -> u16 {
     match d {
         DType::Bf16 => {
@@ -30,6 +31,7 @@ pub fn to_bits(d: DType, v: f32) -> u16 {
             (r >> 16) as u16
         }
         DType::F16 => f32_to_f16(v),
+        DType::E4m3 | DType::E4m3Fnuz => unreachable!("not a 16-bit type"),
     }
 }
 
@@ -37,6 +39,7 @@ pub fn from_bits(d: DType, b: u16) -> f32 {
     match d {
         DType::Bf16 => f32::from_bits((b as u32) << 16),
         DType::F16 => f16_to_f32(b),
+        DType::E4m3 | DType::E4m3Fnuz => unreachable!("not a 16-bit type"),
     }
 }
 
@@ -102,7 +105,16 @@ pub fn random_matrix(rng: &mut Rng, d: DType, rows: usize, cols: usize, ld: usiz
 /// Y[t][n] = alpha · Σ_k X[t][k]·W[n][k] + bias[n], in float64, threaded over N.
 #[allow(clippy::too_many_arguments)]
 pub fn reference(d: DType, m: usize, n: usize, k: usize, w: &[u16], ldw: usize, x: &[u16], ldx: usize, bias: Option<&[u16]>, alpha: f64) -> Vec<f64> {
-    let xf: Vec<f64> = (0..m * k).map(|i| from_bits(d, x[(i / k) * ldx + i % k]) as f64).collect();
+    let product = reference_by(m, n, k, |j, kk| from_bits(d, w[j * ldw + kk]) as f64, |t, kk| from_bits(d, x[t * ldx + kk]) as f64);
+    let b = |j: usize| bias.map_or(0.0, |b| from_bits(d, b[j]) as f64);
+    product.iter().enumerate().map(|(i, p)| alpha * p + b(i % n)).collect()
+}
+
+/// Σ_k X(t, k)·W(n, k) as an m×n row-major float64 matrix, threaded over N; the
+/// operands are read through `w(n, k)` and `x(t, k)` (decoding any element type,
+/// without a float64 copy of the weights).
+pub fn reference_by(m: usize, n: usize, k: usize, w: impl Fn(usize, usize) -> f64 + Sync, x: impl Fn(usize, usize) -> f64 + Sync) -> Vec<f64> {
+    let xf: Vec<f64> = (0..m * k).map(|i| x(i / k, i % k)).collect();
     let mut out = vec![0f64; m * n];
     let threads = std::thread::available_parallelism().map_or(4, |p| p.get()).min(32);
     let chunk = n.div_ceil(threads).max(1);
@@ -111,20 +123,18 @@ pub fn reference(d: DType, m: usize, n: usize, k: usize, w: &[u16], ldw: usize, 
         let handles: Vec<_> = (0..n)
             .step_by(chunk)
             .map(|n0| {
-                let xf = &xf;
+                let (xf, w) = (&xf, &w);
                 s.spawn(move || {
                     let n1 = (n0 + chunk).min(n);
                     let mut part = vec![0f64; m * (n1 - n0)];
                     let mut wrow = vec![0f64; k];
                     for j in n0..n1 {
                         for (kk, v) in wrow.iter_mut().enumerate() {
-                            *v = from_bits(d, w[j * ldw + kk]) as f64;
+                            *v = w(j, kk);
                         }
                         for t in 0..m {
                             let xs = &xf[t * k..(t + 1) * k];
-                            let dot: f64 = xs.iter().zip(&wrow).map(|(a, b)| a * b).sum();
-                            let b = bias.map_or(0.0, |b| from_bits(d, b[j]) as f64);
-                            part[t * (n1 - n0) + (j - n0)] = alpha * dot + b;
+                            part[t * (n1 - n0) + (j - n0)] = xs.iter().zip(&wrow).map(|(a, b)| a * b).sum();
                         }
                     }
                     (n0, part)
@@ -142,6 +152,40 @@ pub fn reference(d: DType, m: usize, n: usize, k: usize, w: &[u16], ldw: usize, 
         }
     });
     out
+}
+
+/// The value of an fp8 byte, decoded bit for bit: OCP E4M3 (`E4m3`: bias 7,
+/// subnormals below 2^-6, S.1111.111 NaN, no infinity, max 448) or E4M3 FNUZ
+/// (`E4m3Fnuz`: bias 8, subnormals below 2^-7, 0x80 the only NaN, no negative
+/// zero, max 240). Sources: the OCP 8-bit floating point specification (2023) and
+/// LLVM's `Float8E4M3FNUZ` semantics.
+pub fn fp8_value(d: DType, b: u8) -> f64 {
+    let fnuz = d == DType::E4m3Fnuz;
+    let (sign, exp, mant) = ((b >> 7) as i32, ((b >> 3) & 15) as i32, (b & 7) as f64);
+    if (fnuz && b == 0x80) || (!fnuz && b & 0x7f == 0x7f) {
+        return f64::NAN;
+    }
+    let bias = if fnuz { 8 } else { 7 };
+    let v = if exp == 0 { mant / 8.0 * 2f64.powi(1 - bias) } else { (1.0 + mant / 8.0) * 2f64.powi(exp - bias) };
+    if sign == 1 { -v } else { v }
+}
+
+/// Every byte's value in one fp8 type (`fp8_value`), for fast decoding.
+pub fn fp8_table(d: DType) -> [f64; 256] {
+    std::array::from_fn(|b| fp8_value(d, b as u8))
+}
+
+/// A random fp8 matrix of `rows × ld` bytes (only `cols` per row meaningful):
+/// every byte pattern of magnitude at most 2, subnormals and zeros included, no NaN.
+pub fn random_fp8(rng: &mut Rng, d: DType, rows: usize, cols: usize, ld: usize) -> Vec<u8> {
+    let allowed: Vec<u8> = (0..=255u8).filter(|&b| fp8_value(d, b).abs() <= 2.0).collect();
+    let mut v = vec![0u8; rows * ld];
+    for r in 0..rows {
+        for c in 0..cols {
+            v[r * ld + c] = allowed[rng.below(allowed.len() as u64) as usize];
+        }
+    }
+    v
 }
 
 /// ‖got − ref‖_F / ‖ref‖_F over the m×n result (`got` has leading dimension ldy);
@@ -170,16 +214,38 @@ pub fn rel_error_scaled(d: DType, m: usize, n: usize, got: &[u16], ldy: usize, r
     Some((num / den.max(1e-30)).sqrt())
 }
 
+/// The tolerance of an output type (fp8 operands are checked at their output's).
 pub fn tolerance(d: DType) -> f64 {
     match d {
         DType::Bf16 => 1e-2,
         DType::F16 => 2e-3,
+        DType::E4m3 | DType::E4m3Fnuz => unreachable!("fp8 is an operand type; outputs are 16-bit"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The two fp8 formats at their landmarks (OCP spec table; LLVM's FNUZ semantics).
+    #[test]
+    fn fp8_decodes_both_formats() {
+        let (o, z) = (DType::E4m3, DType::E4m3Fnuz);
+        assert_eq!(fp8_value(o, 0x38), 1.0);
+        assert_eq!(fp8_value(z, 0x40), 1.0);
+        assert_eq!(fp8_value(o, 0x7e), 448.0);
+        assert_eq!(fp8_value(z, 0x7f), 240.0);
+        assert_eq!(fp8_value(o, 0x01), 2f64.powi(-9));
+        assert_eq!(fp8_value(z, 0x01), 2f64.powi(-10));
+        assert_eq!(fp8_value(o, 0xb8), -1.0);
+        assert!(fp8_value(o, 0x7f).is_nan() && fp8_value(o, 0xff).is_nan() && fp8_value(z, 0x80).is_nan());
+        assert_eq!(fp8_value(o, 0x80), 0.0);
+        assert!(!fp8_value(z, 0xff).is_nan());
+        let mut r = Rng(7);
+        let v = random_fp8(&mut r, o, 4, 100, 128);
+        assert!(v.iter().all(|&b| fp8_value(o, b).abs() <= 2.0));
+        assert!(v.iter().any(|&b| b & 0x78 == 0 && b & 7 != 0), "subnormals drawn");
+    }
 
     #[test]
     fn f16_roundtrip_and_rounding() {

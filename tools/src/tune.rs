@@ -298,8 +298,7 @@ impl<'a> Tuner<'a> {
     /// holds the same weights and activations).
     fn inputs(&self, sh: &Shape, rng: &mut Rng) -> Result<(ColdSets<'a>, Vec<f64>), String> {
         let cs = ColdSets::new(self.rig.cu, self.rig.s, self.rig.dev.info.l2_bytes, rng, self.dtype, sh)?;
-        let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
-        let want = reference::reference(self.dtype, m, n, k, &cs.w0, k, &cs.x, k, sh.bias.then_some(&cs.bias[..]), 1.0);
+        let want = cs.reference(self.dtype, sh);
         Ok((cs, want))
     }
 
@@ -348,7 +347,8 @@ impl<'a> Tuner<'a> {
     fn add_entries(&self, file: &mut TuningFile, sh: &Shape, m_max: u32, found: &Found) {
         let (dtype, forward) = (self.dtype, found.forward());
         let ke = self.kernel(found.kernel);
-        for d in if self.a.mirror_dtype { vec![dtype, other(dtype)] } else { vec![dtype] } {
+        // fp8 has no 16-bit twin to mirror to.
+        for d in if self.a.mirror_dtype && !dtype.is_fp8() { vec![dtype, other(dtype)] } else { vec![dtype] } {
             file.entries.retain(|e| !same_shape(e, d, sh));
             let source = if d == dtype { "measured".into() } else { format!("measured ({})", dtype.name()) };
             file.entries.push(Entry {
@@ -411,7 +411,9 @@ impl Search<'_> {
     fn problem(&self, c: usize) -> Problem {
         let (sh, (w, x, y)) = (self.sh, self.cs.set(c));
         let bias = if sh.bias { self.cs.db.1 } else { 0 };
-        Problem { w, x, y, bias, ..Problem::packed(self.tuner.dtype, sh.m, sh.n, sh.k, false) }
+        // fp8: the per-tensor scales the calls carry (bf16 output, as ColdSets makes it).
+        let (a_scale, b_scale) = if self.cs.scales != 0 { (self.cs.scales, self.cs.scales + crate::bench::SCALE_STRIDE) } else { (0, 0) };
+        Problem { w, x, y, bias, a_scale, b_scale, ..Problem::packed(self.tuner.dtype, sh.m, sh.n, sh.k, false) }
     }
 
     fn out_of_time(&self) -> bool {
@@ -431,7 +433,8 @@ impl Search<'_> {
             if self.tuner.a.kernel_filter.as_deref().is_some_and(|f| !ke.name.contains(f)) {
                 continue;
             }
-            let nkb = sh.k.div_ceil(ke.config.tile_k);
+            // K blocks count 16-bit units (two fp8 elements each).
+            let nkb = (sh.k / dtype.per_unit()).div_ceil(ke.config.tile_k);
             let cap = if ke.config.cluster { skinnylt::tuning::schema::MAX_CLUSTER_SPLIT } else { u32::MAX };
             let mut splits = Vec::new();
             for &asked in SPLITS.iter().filter(|&&sp| (sp == 1 || nkb / sp >= MIN_BLOCKS) && sp <= cap) {
@@ -510,7 +513,7 @@ impl Search<'_> {
     /// Whether `choice` runs and its output, written over NaN poison, matches the
     /// float64 reference; one that runs and does not counts as rejected.
     fn passes(&mut self, choice: Choice) -> Result<bool, String> {
-        let (cu, dtype) = (self.tuner.rig.cu, self.tuner.dtype);
+        let cu = self.tuner.rig.cu;
         let (m, n, y0) = (self.sh.m as usize, self.sh.n as usize, self.cs.ys[0].1);
         cu.memset16(y0, 0xffff, m * n)?;
         if crate::engines().run_choice(self.tuner.h.0 as usize, &self.problem(0), choice, &self.call).is_err() {
@@ -519,8 +522,9 @@ impl Search<'_> {
         cu.sync(self.tuner.rig.s)?;
         let mut y = vec![0u16; m * n];
         cu.dtoh(&mut y, y0)?;
-        match reference::rel_error(dtype, m, n, &y, n, self.want) {
-            Some(e) if e <= reference::tolerance(dtype) => Ok(true),
+        let out = self.cs.out;
+        match reference::rel_error(out, m, n, &y, n, self.want) {
+            Some(e) if e <= reference::tolerance(out) => Ok(true),
             _ => {
                 self.rejected += 1;
                 Ok(false)

@@ -37,6 +37,8 @@ const VALUES: Values = Values {
     desc_transb: 4,
     desc_epilogue: 7,
     desc_bias_pointer: 8,
+    desc_a_scale_pointer: 17,
+    desc_b_scale_pointer: 18,
     epilogue_bias: 4,
     pref_max_workspace_bytes: 1,
 };

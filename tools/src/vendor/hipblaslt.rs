@@ -45,6 +45,8 @@ const VALUES: Values = Values {
     desc_transb: abi::desc_attr::TRANSB,
     desc_epilogue: abi::desc_attr::EPILOGUE,
     desc_bias_pointer: abi::desc_attr::BIAS_POINTER,
+    desc_a_scale_pointer: abi::desc_attr::A_SCALE_POINTER,
+    desc_b_scale_pointer: abi::desc_attr::B_SCALE_POINTER,
     epilogue_bias: abi::EPILOGUE_BIAS,
     pref_max_workspace_bytes: abi::pref_attr::MAX_WORKSPACE_BYTES,
 };

@@ -87,6 +87,8 @@ pub struct Values {
     pub desc_transb: c_int,
     pub desc_epilogue: c_int,
     pub desc_bias_pointer: c_int,
+    pub desc_a_scale_pointer: c_int,
+    pub desc_b_scale_pointer: c_int,
     pub epilogue_bias: u32,
     pub pref_max_workspace_bytes: c_int,
 }
@@ -100,6 +102,9 @@ pub struct Problem {
     d: *mut c_void,
     pref: *mut c_void,
     algos: Vec<Algo>,
+    /// fp8 operands: C is passed as null, as PyTorch's `scaled_mm` does on CUDA
+    /// (cuBLASLt's fp8 kernels return NOT_SUPPORTED for C = D).
+    null_c: bool,
 }
 
 impl Problem {
@@ -118,9 +123,11 @@ pub trait Vendor {
     /// The library's own version number.
     fn version(&self) -> usize;
     /// Descriptors and the top-`count` heuristic algorithms for Y[M,N] = X·Wᵀ (+bias;
-    /// `bias` is its device pointer, 0 for none).
+    /// `bias` is its device pointer, 0 for none) with operands of `dtype` and an
+    /// output of `out`; fp8 operands with per-tensor scales at `scales` (A's fp32
+    /// value on the device, B's `bench::SCALE_STRIDE` bytes on).
     #[allow(clippy::too_many_arguments)]
-    fn problem(&self, dtype: DType, m: u64, n: u64, k: u64, bias: u64, workspace: u64, count: usize) -> Result<Problem, String>;
+    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: u64, workspace: u64, count: usize) -> Result<Problem, String>;
     /// Enqueues one GEMM with algorithm `i` of `p` on `stream`.
     #[allow(clippy::too_many_arguments)]
     fn matmul(&self, p: &Problem, i: usize, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Result<(), String>;
@@ -226,11 +233,12 @@ impl<H: Heuristic> Vendor for Lt<H> {
         self.version
     }
 
-    fn problem(&self, dtype: DType, m: u64, n: u64, k: u64, bias: u64, workspace: u64, count: usize) -> Result<Problem, String> {
+    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: u64, workspace: u64, count: usize) -> Result<Problem, String> {
         let v = &self.values;
-        let t = if dtype == DType::Bf16 { v.r_16bf } else { v.r_16f };
+        // The data types share their numbers (hipDataType, cudaDataType).
+        let (t, to) = (skinnylt::route::hip_from_dtype(dtype), skinnylt::route::hip_from_dtype(out));
         let null = std::ptr::null_mut();
-        let mut p = Problem { desc: null, a: null, b: null, d: null, pref: null, algos: Vec::new() };
+        let mut p = Problem { desc: null, a: null, b: null, d: null, pref: null, algos: Vec::new(), null_c: dtype.is_fp8() && self.name == "cuBLASLt" };
         // On an error the descriptors made so far are freed with `p`.
         let r = (|| {
             lt!(self, MatmulDescCreate(&mut p.desc, v.compute_32f, v.r_32f))?;
@@ -241,9 +249,13 @@ impl<H: Heuristic> Vendor for Lt<H> {
                 set(v.desc_epilogue, &v.epilogue_bias.to_le_bytes())?;
                 set(v.desc_bias_pointer, &bias.to_le_bytes())?;
             }
+            if scales != 0 {
+                set(v.desc_a_scale_pointer, &scales.to_le_bytes())?;
+                set(v.desc_b_scale_pointer, &(scales + crate::bench::SCALE_STRIDE).to_le_bytes())?;
+            }
             lt!(self, MatrixLayoutCreate(&mut p.a, t, k, n, k as i64))?;
             lt!(self, MatrixLayoutCreate(&mut p.b, t, k, m, k as i64))?;
-            lt!(self, MatrixLayoutCreate(&mut p.d, t, n, m, n as i64))?;
+            lt!(self, MatrixLayoutCreate(&mut p.d, to, n, m, n as i64))?;
             lt!(self, MatmulPreferenceCreate(&mut p.pref))?;
             lt!(self, MatmulPreferenceSetAttribute(p.pref, v.pref_max_workspace_bytes, (&workspace as *const u64).cast(), 8))?;
             let mut res = vec![H::ZERO; count];
@@ -275,7 +287,7 @@ impl<H: Heuristic> Vendor for Lt<H> {
                 x as *const c_void,
                 p.b,
                 (&beta as *const f32).cast(),
-                y as *const c_void,
+                if p.null_c { std::ptr::null() } else { y as *const c_void },
                 p.d,
                 y as *mut c_void,
                 p.d,
