@@ -52,7 +52,8 @@ pub struct Plan {
 /// 2. the planner, where the table has its constants: the candidate with the least
 ///    predicted time, run only where, at the slow end of its calibration, it beats
 ///    the vendor's predicted time by the model's margin when there is a library to
-///    forward to;
+///    forward to (fp8: at least `planner::UNCALIBRATED_MARGIN`, as nothing fp8 was
+///    fitted);
 /// 3. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
     if p.batch_invariant {
@@ -68,7 +69,8 @@ pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_
     match &table.planner {
         Some(model) => {
             let (choice, us) = planned(model, t, p).ok_or(Error::NoKernel)?;
-            if can_forward && model.vendor_us(p) < model.margin * us {
+            let margin = if p.dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin };
+            if can_forward && model.vendor_us(p) < margin * us {
                 return Err(Error::PlannerForward);
             }
             Ok(choice)
@@ -184,6 +186,19 @@ mod tests {
         // Without a table the fallback plans fp8 with fp8 kernels only.
         let Ok(Choice::Run { kernel: k, .. }) = choose(&Tuning::default(), &fb, &t, &p.unit_view(), false) else { panic!() };
         assert_eq!(cat[k].dtype, DType::E4m3);
+        // With a vendor to forward to, the planner runs fp8 only at the uncalibrated margin.
+        let mut planned_table = Tuning::default();
+        planned_table.planner = Some(model());
+        let small = Problem::packed(DType::E4m3, 4, 256, 7168, false).unit_view();
+        let (pick, us) = planned(&model(), &t, &small).unwrap();
+        let want = if model().vendor_us(&small) >= crate::tuning::planner::UNCALIBRATED_MARGIN.max(model().margin) * us { Ok(pick) } else { Err(Error::PlannerForward) };
+        assert_eq!(choose(&planned_table, &fb, &t, &small, true), want);
+        let mut lenient = model();
+        lenient.margin = 0.01;
+        let vendor = lenient.vendor_us(&small);
+        planned_table.planner = Some(lenient);
+        let at_uncalibrated = vendor >= crate::tuning::planner::UNCALIBRATED_MARGIN * us;
+        assert_eq!(choose(&planned_table, &fb, &t, &small, true).is_ok(), at_uncalibrated);
         let fnuz = Problem::packed(DType::E4m3Fnuz, 4, 2880, 4096, false).unit_view();
         assert!(cat.iter().all(|k| k.dtype != DType::E4m3Fnuz));
         assert_eq!(choose(&Tuning::default(), &fb, &t, &fnuz, false), Err(Error::NoKernel));
@@ -282,3 +297,4 @@ mod tests {
         }
     }
 }
+

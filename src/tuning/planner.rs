@@ -35,6 +35,13 @@ use super::Choice;
 use super::schema::{Calibration, CostModel, DType, KernelConfig, KindCost, TargetFacts, MAX_CLUSTER_SPLIT};
 use crate::route::Problem;
 
+/// The margin by which a prediction must beat the vendor's where the model was not
+/// measured for the problem: fp8 operands, whose kernels share the 16-bit kernels'
+/// calibration but not their measurements (and whose vendor kernels the fit never
+/// saw). The same as the AMD tables', whose constants are documented hardware
+/// numbers.
+pub const UNCALIBRATED_MARGIN: f64 = 1.3;
+
 /// The quantile of a kernel's measured excess factors that `Calibration::excess_high`
 /// is: a predicted win runs (with a vendor to forward to) only where it holds at
 /// this end of the kernel's spread (tuning/README.md has what this bought on the

@@ -66,9 +66,10 @@ fn routing() {
         let entries = if t.measured() { "measured entries run as measured" } else { "entries predicted by a model (not measured): ignored, the planner decides" };
         let planner = match &t.planner {
             Some(m) if !m.calibration.is_empty() => format!(
-                "planner constants fitted to measurements, {} measured kernel calibrations (only those kernels are planned); with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time, at the slow end of its kernel's measured spread, beats hipBLASLt's by {:.2}x, else it is forwarded",
+                "planner constants fitted to measurements, {} measured kernel calibrations (only those kernels are planned); with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time, at the slow end of its kernel's measured spread, beats hipBLASLt's by {:.2}x (fp8, not fitted: {:.2}x), else it is forwarded",
                 m.calibration.len(),
-                m.margin
+                m.margin,
+                m.margin.max(skinnylt::tuning::planner::UNCALIBRATED_MARGIN)
             ),
             Some(m) => format!(
                 "planner constants {}; with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time beats hipBLASLt's by {:.2}x, else it is forwarded",
