@@ -266,18 +266,26 @@ struct SplitK {
   static SK_DEVICE void store_outputs(const GemmParams& p, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
                                       u32 owned, int lane, int n_wave, int m0, int t_wave) {
     const EpilogueArgs e = epilogue_args<T>(p);
+    // One branch, then one of the two epilogues for every output (see EpilogueArgs);
+    // the plain one's bias is of the output type.
+    if (e.plain) {
+      load_bias(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
+      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output_plain<T>(p, e, n, t, v, b); });
+    } else {
+      load_bias(bias, lane, n_wave, [&](int n) { return bias_at<T>(p, n); });
+      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
+    }
+  }
+  template <typename Load>
+  static SK_DEVICE void load_bias(float (&bias)[RA][4], int lane, int n_wave, Load load) {
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         int row, tok;
         Atom::out_coord(lane, r, row, tok);
-        const int n = n_wave + ra * Atom::ROWS + row;
-        bias[ra][r] = bias_at<T>(p, n);
+        bias[ra][r] = load(n_wave + ra * Atom::ROWS + row);
       }
-    // One branch, then one of the two epilogues for every output (see EpilogueArgs).
-    if (e.plain) store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output_plain<T>(p, e, n, t, v, b); });
-    else store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
   }
   template <typename Store>
   static SK_DEVICE void store_all(const f32x4 (&acc)[RA * TA], const float (&bias)[RA][4], u32 owned, int lane,
