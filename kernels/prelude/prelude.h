@@ -62,7 +62,6 @@ SK_DEVICE u16 from_f32(bf16_t, float f) {
 }
 SK_DEVICE u16 from_f32(f16_t, float f) { return __builtin_bit_cast(u16, (_Float16)f); }
 
-
 // ---- LDS tile layout ----
 // A tile is rows of ROW_BYTES (= TILE_K * 2) bytes, stored in 16-byte chunks whose
 // index within the row is XOR-swizzled by a function of the row, so that the

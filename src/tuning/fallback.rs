@@ -28,15 +28,12 @@ pub const MAX_SPLIT: u32 = 64;
 /// Largest M the VDMFMA family (tiles of 8 tokens) is considered for.
 pub const VDMFMA_MAX_M: u32 = 8;
 
-/// How many element types there are (`DType`).
-const DTYPES: usize = 4;
-
 /// An arch's fallback candidates, resolved once (the hot path only iterates).
 #[derive(Clone, Debug)]
 pub struct Fallback {
     arch: Arch,
     /// (config, its catalog index per dtype, `DType as usize`).
-    candidates: Vec<(KernelConfig, [Option<usize>; DTYPES])>,
+    candidates: Vec<(KernelConfig, [Option<usize>; DType::EVERY.len()])>,
 }
 
 impl Fallback {
@@ -47,7 +44,7 @@ impl Fallback {
             .iter()
             .filter(|s| s.arch == arch.name())
             .flat_map(|s| s.configs.iter())
-            .map(|c| (*c, [DType::Bf16, DType::F16, DType::E4m3, DType::E4m3Fnuz].map(|d| kernels::index_of(arch, d, c))))
+            .map(|c| (*c, DType::EVERY.map(|d| kernels::index_of(arch, d, c))))
             .collect();
         Fallback { arch, candidates }
     }

@@ -326,7 +326,8 @@ impl Tuning {
         Ok(t)
     }
 
-    /// A table with one measured entry: `choice` for exactly `p`'s shape and M.
+    /// A table with one measured entry: `choice` for exactly `p`'s shape and M (`p`
+    /// in elements, as tables list K).
     pub fn single(p: &Problem, choice: Choice) -> Tuning {
         let mut t = Tuning { source: "forced".into(), entries: 1, ..Default::default() };
         t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![Band { m_min: p.m, m_max: p.m, choice, measured: true }]);

@@ -22,6 +22,8 @@ pub enum DType {
 impl DType {
     /// The 16-bit types: operands and output alike.
     pub const ALL: [DType; 2] = [DType::Bf16, DType::F16];
+    /// Every element type, in declaration order (`DType as usize` indexes it).
+    pub const EVERY: [DType; 4] = [DType::Bf16, DType::F16, DType::E4m3, DType::E4m3Fnuz];
     pub fn name(self) -> &'static str {
         match self {
             DType::Bf16 => "bf16",

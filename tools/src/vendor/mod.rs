@@ -89,6 +89,9 @@ pub struct Values {
     pub desc_bias_pointer: c_int,
     pub desc_a_scale_pointer: c_int,
     pub desc_b_scale_pointer: c_int,
+    /// fp8 operands need C passed as null (cuBLASLt's fp8 kernels return
+    /// NOT_SUPPORTED for C = D; PyTorch's scaled_mm passes null on CUDA).
+    pub fp8_null_c: bool,
     pub epilogue_bias: u32,
     pub pref_max_workspace_bytes: c_int,
 }
@@ -102,8 +105,7 @@ pub struct Problem {
     d: *mut c_void,
     pref: *mut c_void,
     algos: Vec<Algo>,
-    /// fp8 operands: C is passed as null, as PyTorch's `scaled_mm` does on CUDA
-    /// (cuBLASLt's fp8 kernels return NOT_SUPPORTED for C = D).
+    /// C is passed as null (`Values::fp8_null_c` for fp8 operands).
     null_c: bool,
 }
 
@@ -238,7 +240,7 @@ impl<H: Heuristic> Vendor for Lt<H> {
         // The data types share their numbers (hipDataType, cudaDataType).
         let (t, to) = (skinnylt::route::hip_from_dtype(dtype), skinnylt::route::hip_from_dtype(out));
         let null = std::ptr::null_mut();
-        let mut p = Problem { desc: null, a: null, b: null, d: null, pref: null, algos: Vec::new(), null_c: dtype.is_fp8() && self.name == "cuBLASLt" };
+        let mut p = Problem { desc: null, a: null, b: null, d: null, pref: null, algos: Vec::new(), null_c: dtype.is_fp8() && v.fp8_null_c };
         // On an error the descriptors made so far are freed with `p`.
         let r = (|| {
             lt!(self, MatmulDescCreate(&mut p.desc, v.compute_32f, v.r_32f))?;
