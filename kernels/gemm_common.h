@@ -33,9 +33,15 @@ SK_DEVICE TileCoord tile_coord(const GemmParams& p) {
   c.m0 = (c.tile % m_tiles) * TILE_M;
   c.split = block_y();
   const int S = p.split_k, nkb = ceil_div(p.k, TILE_K);
-  // In units of split_unit blocks (the last one may be partial). nkb < 2^24 and
-  // S <= 64: 32-bit products, no 64-bit division.
-  const int g = p.split_unit > 1 ? p.split_unit : 1, units = ceil_div(nkb, g);
+  // nkb < 2^24 and S <= 64: 32-bit products, no 64-bit division.
+  if (p.split_unit <= 1) {
+    c.kb_begin = (int)((u32)(c.split * nkb) / (u32)S);
+    c.kb_end = (int)((u32)((c.split + 1) * nkb) / (u32)S);
+    return c;
+  }
+  // Batch-invariant plans: in units of split_unit blocks (the last one may be
+  // partial). A branch of its own: its division is code the common path skips.
+  const int g = p.split_unit, units = ceil_div(nkb, g);
   const int b = g * (int)((u32)(c.split * units) / (u32)S), e = g * (int)((u32)((c.split + 1) * units) / (u32)S);
   c.kb_begin = b < nkb ? b : nkb;
   c.kb_end = e < nkb ? e : nkb;
@@ -270,11 +276,13 @@ struct SplitCombine {
     if (!arrive_last(p.counters + c.tile, (u32)S, tid, lds.flag)) return 0;
     f32x4* const sums = (f32x4*)lds.smem;  // [CHUNKS][E4]
     constexpr int BATCH = 8;
-    // In order: one chunk, so the sum is the left fold over splits 0..S-1.
-    const int chunks = p.flags & SPLIT_IN_ORDER ? 1 : CHUNKS;
-    for (int idx = tid; idx < chunks * E4; idx += THREADS) {
+    // In order: one chunk, so the sum is the left fold over splits 0..S-1. The
+    // chunk bounds divide by the constant CHUNKS (a runtime divisor costs a
+    // division routine in every combining thread).
+    const bool in_order = p.flags & SPLIT_IN_ORDER;
+    for (int idx = tid; idx < (in_order ? E4 : CHUNKS * E4); idx += THREADS) {
       const int ch = idx / E4, q = idx % E4;
-      const int s_begin = ch * S / chunks, s_end = (ch + 1) * S / chunks;
+      const int s_begin = in_order ? 0 : ch * S / CHUNKS, s_end = in_order ? S : (ch + 1) * S / CHUNKS;
       f32x4 total = {0.f, 0.f, 0.f, 0.f};
       for (int s0 = s_begin; s0 < s_end; s0 += BATCH) {
         f32x4 v[BATCH];
@@ -288,7 +296,7 @@ struct SplitCombine {
       sums[idx] = total;
     }
     barrier();
-    if (CHUNKS > 1 && chunks > 1) {
+    if (CHUNKS > 1 && !in_order) {
       for (int q = tid; q < E4; q += THREADS) {
         f32x4 total = sums[q];
 #pragma unroll
