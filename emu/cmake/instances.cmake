@@ -11,6 +11,10 @@ function(skemu_write_if_changed path content)
   endif()
 endfunction()
 
+# The catalog's element type names, at the index of the prelude's T::id (the
+# generated files static_assert it).
+set(SKEMU_DTYPES bf16 f16 e4m3 e4m3fnuz)
+
 # Generates the emulator's instance files from the library's own catalog: the list
 # `skinnylt kernels --format tsv` prints (emu/run.sh writes it and passes it as
 # SKEMU_KERNELS), so the emulator runs exactly the gfx942/gfx950 kernels build.rs
@@ -18,8 +22,8 @@ endfunction()
 # kernel-source mutants (mutants.cmake).
 
 # The catalog's `arch` rows of the list `file`, as items
-# "dtype|tm,tn,tk,st,wm,wn,wk,lds,family|name|lds_bytes|cluster" (dtype 0 = bf16,
-# 1 = f16; lds, cluster 0 or 1), sorted.
+# "dtype|tm,tn,tk,st,wm,wn,wk,lds,family|name|lds_bytes|cluster" (dtype as the
+# prelude's T::id: 0 = bf16, 1 = f16, 2 = e4m3, 3 = e4m3fnuz; lds, cluster 0 or 1), sorted.
 function(skemu_catalog_items out arch file)
   file(STRINGS "${file}" lines)
   list(POP_FRONT lines header)
@@ -43,9 +47,9 @@ function(skemu_catalog_items out arch file)
     if(NOT v_family MATCHES "^(splitk|vdmfma)$" OR v_tma)
       message(FATAL_ERROR "emu: ${arch} kernel ${v_name} (${v_family}) is not of a family the emulator runs")
     endif()
-    set(dt 1)
-    if(v_dtype STREQUAL "bf16")
-      set(dt 0)
+    list(FIND SKEMU_DTYPES "${v_dtype}" dt)
+    if(dt LESS 0)
+      message(FATAL_ERROR "emu: ${arch} kernel ${v_name} has an element type the emulator does not know: ${v_dtype}")
     endif()
     set(lds 0)
     if(v_b_to_lds)
@@ -93,11 +97,8 @@ function(skemu_write_instances path ns header items arch_enum variant applied)
     list(GET c 6 wk)
     list(GET c 7 lds)
     list(GET c 8 fam)
-    if(dt EQUAL 0)
-      set(T bf16_t)
-    else()
-      set(T f16_t)
-    endif()
+    list(GET SKEMU_DTYPES ${dt} T)
+    set(T "${T}_t")
     if(lds)
       set(L true)
     else()
@@ -115,6 +116,7 @@ function(skemu_write_instances path ns header items arch_enum variant applied)
       set(macro SK_SPLITK_INSTANCE)
       set(cfg "emu::Config{${tm}, ${tn}, ${tk}, ${st}, ${wm}, ${wn}, ${wk}, ${L}}")
     endif()
+    string(APPEND src "static_assert(${T}::id == ${dt}, \"emu/cmake/instances.cmake SKEMU_DTYPES is not the prelude's T::id order\");\n")
     string(APPEND src "${macro}(k${i}, ${T}, ${tm}, ${tn}, ${tk}, ${st}, ${wm}, ${wn}, ${wk}, ${L}, ${CL})  // ${name}\n")
     string(APPEND src "static void entry${i}(const void* p) { k${i}(*(const GemmParams*)p); }\n")
     string(APPEND table "    {${arch_enum}, ${dt}, ${cfg}, \"${name}\", \"${variant}\", entry${i}, k${i}_class::LDS_BYTES, ${lds_bytes}, k${i}_class::MIN_COPIES},\n")
@@ -124,7 +126,8 @@ function(skemu_write_instances path ns header items arch_enum variant applied)
   string(APPEND src "  t.mutant_applied = ${applied};\n  t.kernels = {\n${table}  };\n")
   string(APPEND src "#define SKP_FN_ENTRY(name) t.probe_fns.push_back(emu::ProbeFn{#name, &name});\n  SKP_LIST(SKP_FN_ENTRY)\n")
   string(APPEND src "#define SKP_KERNEL_ENTRY(name) t.probe_kernels.push_back(emu::ProbeKernel{#name, [] { static f32x4 out[2]; name(out); }});\n  SKP_KERNEL_LIST(SKP_KERNEL_ENTRY)\n")
-  string(APPEND src "  t.atom_kernel[0] = sk_atom_contract_bf16;\n  t.atom_kernel[1] = sk_atom_contract_f16;\n  return t;\n}\n")
+  string(APPEND src "  t.atom_kernel[0] = sk_atom_contract_bf16;\n  t.atom_kernel[1] = sk_atom_contract_f16;\n")
+  string(APPEND src "  t.atom_kernel[sk_atom_fp8_t::id] = sk_atom_contract_fp8;\n  return t;\n}\n")
   string(APPEND src "static emu::Registrar registrar(make_table());\n}  // namespace ${ns}\n")
   skemu_write_if_changed("${path}" "${src}")
 endfunction()

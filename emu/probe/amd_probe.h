@@ -10,7 +10,7 @@
 
 #define SKP_LIST(X) X(sk_probe_a_piece) X(sk_probe_b_piece) X(sk_probe_acc_coord) X(sk_probe_swizzle128) \
   X(sk_probe_swizzle256) X(sk_probe_constants)
-#define SKP_KERNEL_LIST(X) X(sk_probe_mma_bf16) X(sk_probe_mma_f16) X(sk_probe_copy) X(sk_probe_arrive)
+#define SKP_KERNEL_LIST(X) X(sk_probe_mma_bf16) X(sk_probe_mma_f16) X(sk_probe_mma_fp8) X(sk_probe_copy) X(sk_probe_arrive)
 
 #define SKP_MIX(h, v) ((h) * 1000003u + (u32)(v))
 
@@ -73,7 +73,7 @@ SKP_FN(sk_probe_constants) {
   return h;
 }
 
-// The atom with operands whose 16-bit elements are 1..8 (A) and 9..16 (B): the IR
+// The atom with operands whose 16-bit units are 1..8 (A) and 9..16 (B): the IR
 // shows which elements reach which matrix instruction, in which order.
 template <typename T>
 SK_DEVICE void sk_probe_mma(f32x4* out) {
@@ -85,6 +85,12 @@ SK_DEVICE void sk_probe_mma(f32x4* out) {
 }
 SKP_KERNEL(sk_probe_mma_bf16)(f32x4* out) { sk_probe_mma<bf16_t>(out); }
 SKP_KERNEL(sk_probe_mma_f16)(f32x4* out) { sk_probe_mma<f16_t>(out); }
+// The arch's own fp8 (the elements above are then byte pairs): OCP on gfx950, FNUZ on gfx942.
+#if defined(__gfx950__) || defined(SK_HOST_GFX950)
+SKP_KERNEL(sk_probe_mma_fp8)(f32x4* out) { sk_probe_mma<e4m3_t>(out); }
+#else
+SKP_KERNEL(sk_probe_mma_fp8)(f32x4* out) { sk_probe_mma<e4m3fnuz_t>(out); }
+#endif
 
 // One direct-to-LDS copy and copy_wait<3, 5> (vmcnt 15), then a barrier.
 SKP_KERNEL(sk_probe_copy)(f32x4* out) {

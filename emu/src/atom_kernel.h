@@ -2,7 +2,8 @@
 // lane l loads its A piece (atom_a_piece) and B piece (atom_b_piece) of each
 // 32-k step from row-major A (16 x 32*steps) and B (16 tokens x 32*steps), runs
 // atom_mma_k32, and stores its accumulators where atom_acc_coord says. Under a
-// correct emulator and prelude, D = A . B^T. Included inside a target namespace.
+// correct emulator and prelude, D = A . B^T. Offsets count 16-bit units (fp8: two
+// elements each). Included inside a target namespace.
 #pragma once
 
 template <typename T>
@@ -31,3 +32,10 @@ SK_DEVICE void sk_atom_contract(const emu::AtomParams& p) {
 
 static void sk_atom_contract_bf16(const void* p) { sk_atom_contract<bf16_t>(*(const emu::AtomParams*)p); }
 static void sk_atom_contract_f16(const void* p) { sk_atom_contract<f16_t>(*(const emu::AtomParams*)p); }
+// The arch's own fp8 (its units are byte pairs): OCP on gfx950, FNUZ on gfx942.
+#if defined(SK_HOST_GFX950)
+using sk_atom_fp8_t = e4m3_t;
+#else
+using sk_atom_fp8_t = e4m3fnuz_t;
+#endif
+static void sk_atom_contract_fp8(const void* p) { sk_atom_contract<sk_atom_fp8_t>(*(const emu::AtomParams*)p); }

@@ -23,39 +23,46 @@ namespace {
 // ---- the documented layouts, transcribed again (not shared with isa.cpp) ----
 // AMD's CDNA3 and CDNA4 ISA reference guides: for v_mfma_f32_16x16x{16,32}, a lane
 // group g = l/16 holds k/4 consecutive k of row (A) / column (B) l%16, starting
-// at (k/4)*g; D register r of lane l is row 4*(l/16)+r, column l%16. Element j
-// sits in VGPR j/2, low half first.
+// at (k/4)*g; D register r of lane l is row 4*(l/16)+r, column l%16. A 16-bit
+// element j sits in VGPR j/2, low half first; an fp8 one (16x16x32_fp8_fp8) in
+// VGPR j/4, byte j%4 (the matrix instruction calculator: "A k: 8 * floor(lane /
+// 16) + 4 * GPR_num + floor(GPR_bits / 8)").
 struct Doc {
-  int k;
-  int nv() const { return k / 8; }
+  int k, dtype;
+  int nv() const { return k * (is_fp8(dtype) ? 1 : 2) / 16; }
   int per_lane() const { return k / 4; }
   void a(int l, int j, int& row, int& kk) const { row = l % 16, kk = per_lane() * (l / 16) + j; }
   void b(int l, int j, int& col, int& kk) const { col = l % 16, kk = per_lane() * (l / 16) + j; }
   void d(int l, int r, int& row, int& col) const { row = 4 * (l / 16) + r, col = l % 16; }
 };
 
-uint16_t enc(int dtype, double v) { return double_to_half(dtype, v); }
+uint32_t enc(int dtype, double v) { return is_fp8(dtype) ? double_to_fp8(dtype, v) : double_to_half(dtype, v); }
 
-void put(uint32_t* regs, int nv, int l, int j, uint16_t v) {
-  uint32_t& w = regs[l * nv + j / 2];
-  const int sh = 16 * (j % 2);
-  w = (w & ~(0xffffu << sh)) | ((uint32_t)v << sh);
+void put(uint32_t* regs, const Doc& doc, int l, int j, uint32_t v) {
+  const int bits = is_fp8(doc.dtype) ? 8 : 16, per = 32 / bits;
+  uint32_t& w = regs[l * doc.nv() + j / per];
+  const int sh = bits * (j % per);
+  const uint32_t mask = bits == 8 ? 0xffu : 0xffffu;
+  w = (w & ~(mask << sh)) | ((v & mask) << sh);
 }
+
+// A value that identifies k exactly in the element type: k + 1 in 16 bits; in fp8
+// (whose integers stop at 16) 2^(k/8 - 2) * (1 + (k%8)/8), distinct for k < 32.
+double ident(int dtype, int kk) { return is_fp8(dtype) ? std::ldexp(8 + kk % 8, kk / 8 - 5) : kk + 1.0; }
 
 // Packs A (16 x k), B (k x 16), C (16 x 16) by the documented layout, runs the
 // instruction, unpacks D.
 void run_packed(int k, int dtype, const double* A, const double* B, const double* C, double* D, Mutation m) {
-  Doc doc{k};
-  const int nv = doc.nv();
+  Doc doc{k, dtype};
   uint32_t ra[64 * 4] = {0}, rb[64 * 4] = {0};
   float rc[64 * 4], rd[64 * 4];
   for (int l = 0; l < 64; ++l)
     for (int j = 0; j < doc.per_lane(); ++j) {
       int row, col, kk;
       doc.a(l, j, row, kk);
-      put(ra, nv, l, j, enc(dtype, A[row * k + kk]));
+      put(ra, doc, l, j, enc(dtype, A[row * k + kk]));
       doc.b(l, j, col, kk);
-      put(rb, nv, l, j, enc(dtype, B[kk * 16 + col]));
+      put(rb, doc, l, j, enc(dtype, B[kk * 16 + col]));
     }
   for (int l = 0; l < 64; ++l)
     for (int r = 0; r < 4; ++r) {
@@ -75,8 +82,8 @@ void run_packed(int k, int dtype, const double* A, const double* B, const double
 // Runs one instruction on raw lane registers and compares every lane/register
 // of D with `expect(row, col)` decoded by the documented D layout.
 template <typename F>
-bool check_d(int k, const float* rd, F expect, std::string& why) {
-  Doc doc{k};
+bool check_d(const float* rd, F expect, std::string& why) {
+  const Doc doc{16, 0};  // the D layout is the same for every shape and type
   for (int l = 0; l < 64; ++l)
     for (int r = 0; r < 4; ++r) {
       int row, col;
@@ -93,18 +100,19 @@ bool check_d(int k, const float* rd, F expect, std::string& why) {
 }
 
 const char* instr_name(int k, int dtype) {
+  if (dtype == 2) return "v_mfma_f32_16x16x32_fp8_fp8 (OCP, gfx950)";
+  if (dtype == 3) return "v_mfma_f32_16x16x32_fp8_fp8 (FNUZ, gfx942)";
   if (k == 16) return dtype == 0 ? "v_mfma_f32_16x16x16_bf16" : "v_mfma_f32_16x16x16_f16";
   return dtype == 0 ? "v_mfma_f32_16x16x32_bf16" : "v_mfma_f32_16x16x32_f16";
 }
 
-// One-hot probes of one operand (A, or B): every lane, VGPR and half of it in turn
-// holds 1, the other operand holds k + 1 at each k, so D must hold k0 + 1 in the
-// probed element's row (A) or column (B) and 0 elsewhere. Returns the first
-// failure, or "".
+// One-hot probes of one operand (A, or B): every lane, VGPR and element of it in
+// turn holds 1, the other operand holds ident(k) at each k, so D must hold
+// ident(k0) in the probed element's row (A) or column (B) and 0 elsewhere.
+// Returns the first failure, or "".
 std::string one_hot(int k, int dtype, Mutation m, bool a_side) {
-  Doc doc{k};
-  const int nv = doc.nv();
-  const uint16_t one = enc(dtype, 1.0);
+  Doc doc{k, dtype};
+  const uint32_t one = enc(dtype, 1.0);
   // Where element j of lane l of an operand sits: its row (A) or column (B), and k.
   auto place = [&](bool a, int l, int j, int& at, int& kk) {
     if (a)
@@ -118,21 +126,21 @@ std::string one_hot(int k, int dtype, Mutation m, bool a_side) {
       float rc[64 * 4] = {0}, rd[64 * 4];
       uint32_t* const probed = a_side ? ra : rb;
       uint32_t* const other = a_side ? rb : ra;
-      put(probed, nv, l, j, one);
+      put(probed, doc, l, j, one);
       for (int lo = 0; lo < 64; ++lo)
         for (int jo = 0; jo < doc.per_lane(); ++jo) {
           int at, kk;
           place(!a_side, lo, jo, at, kk);
-          put(other, nv, lo, jo, enc(dtype, kk + 1));
+          put(other, doc, lo, jo, enc(dtype, ident(dtype, kk)));
         }
       v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
       int at0, k0;
       place(a_side, l, j, at0, k0);
       std::string w;
-      if (!check_d(k, rd, [&](int row, int col) { return (a_side ? row : col) == at0 ? k0 + 1.0 : 0.0; }, w)) {
+      if (!check_d(rd, [&](int row, int col) { return (a_side ? row : col) == at0 ? ident(dtype, k0) : 0.0; }, w)) {
         char msg[240];
-        std::snprintf(msg, sizeof msg, "%s lane %d VGPR %d half %d (%s %d, k %d): %s", a_side ? "A" : "B", l, j / 2,
-                      j % 2, a_side ? "row" : "col", at0, k0, w.c_str());
+        std::snprintf(msg, sizeof msg, "%s lane %d element %d (%s %d, k %d): %s", a_side ? "A" : "B", l, j,
+                      a_side ? "row" : "col", at0, k0, w.c_str());
         return msg;
       }
     }
@@ -142,10 +150,10 @@ std::string one_hot(int k, int dtype, Mutation m, bool a_side) {
 // The suite for one instruction; returns the failures (names + reasons).
 std::vector<std::pair<std::string, std::string>> isa_suite(int k, int dtype, Mutation m) {
   std::vector<std::pair<std::string, std::string>> fails;
-  Doc doc{k};
-  const int nv = doc.nv();
+  Doc doc{k, dtype};
   std::mt19937_64 rng(1234 + k + dtype);
-  // 1. random products (small dyadic values: every product and sum is exact)
+  // 1. random products (small dyadic values, exact in every element type: every
+  // product and sum is exact)
   {
     std::uniform_int_distribution<int> q(-8, 8);
     std::string why;
@@ -202,39 +210,90 @@ std::vector<std::pair<std::string, std::string>> isa_suite(int k, int dtype, Mut
       for (int j = 0; j < doc.per_lane(); ++j) {
         int row, col, kk;
         doc.a(l, j, row, kk);
-        if (kk == 0) put(ra, nv, l, j, enc(dtype, row + 1));
+        if (kk == 0) put(ra, doc, l, j, enc(dtype, row + 1));
         doc.b(l, j, col, kk);
-        if (kk == 0) put(rb, nv, l, j, enc(dtype, col + 1));
+        if (kk == 0) put(rb, doc, l, j, enc(dtype, col + 1));
       }
     v_mfma_f32_16x16xk(k, dtype, ra, rb, rc, rd, m);
     std::string w;
-    if (!check_d(k, rd, [](int row, int col) { return (row + 1.0) * (col + 1.0); }, w)) fails.emplace_back("D layout", w);
+    if (!check_d(rd, [](int row, int col) { return (row + 1.0) * (col + 1.0); }, w)) fails.emplace_back("D layout", w);
   }
   return fails;
+}
+
+// The fp8 decode against the formats' defining values (OCP 8-bit floating point
+// specification v1.0, E4M3; LLVM APFloat's Float8E4M3FNUZ): extremes, 1.0, the
+// subnormal and normal boundaries, zeros and NaNs; every finite code is one value
+// (positive codes increase), and the encoder used for test data inverts the decoder.
+void run_fp8_decode_selftests(Report& rep) {
+  struct Spot {
+    uint8_t code;
+    double value;  // NaN: a NaN code
+  };
+  const double nan = std::nan("");
+  const std::pair<int, std::vector<Spot>> formats[] = {
+      {2, {{0x00, 0.0}, {0x01, std::ldexp(1, -9)}, {0x07, 7 * std::ldexp(1, -9)}, {0x08, std::ldexp(1, -6)},
+           {0x38, 1.0}, {0x77, 240.0}, {0x78, 256.0}, {0x7e, 448.0}, {0xfe, -448.0}, {0xb8, -1.0}, {0x7f, nan},
+           {0xff, nan}}},
+      {3, {{0x00, 0.0}, {0x01, std::ldexp(1, -10)}, {0x08, std::ldexp(1, -7)}, {0x40, 1.0}, {0x78, 128.0},
+           {0x7f, 240.0}, {0xff, -240.0}, {0xc0, -1.0}, {0x80, nan}}},
+  };
+  for (const auto& [dt, spots] : formats) {
+    const std::string fmt = dt == 2 ? "OCP E4M3" : "E4M3 FNUZ";
+    std::string why;
+    for (const Spot& sp : spots) {
+      const double got = fp8_to_double(dt, sp.code);
+      if (std::isnan(sp.value) ? !std::isnan(got) : got != sp.value) {
+        char m[96];
+        std::snprintf(m, sizeof m, "code 0x%02x decodes to %g, expected %g", sp.code, got, sp.value);
+        why = m;
+        break;
+      }
+    }
+    rep.result(why.empty(), "fp8 decode " + fmt + ": defining values", why);
+    int nans = 0;
+    bool increasing = true, inverse = true;
+    for (int c = 0; c < 256; ++c) {
+      const double v = fp8_to_double(dt, (uint8_t)c);
+      if (std::isnan(v)) {
+        ++nans;
+        continue;
+      }
+      if (c > 0 && c < 0x80 && !(v > fp8_to_double(dt, (uint8_t)(c - 1)))) increasing = false;
+      if (double_to_fp8(dt, v) != c) inverse = false;
+    }
+    const int want_nans = dt == 2 ? 2 : 1;
+    char m[120];
+    std::snprintf(m, sizeof m, "%d NaN codes (expected %d), positive codes %s, encoder %s", nans, want_nans,
+                  increasing ? "increase" : "do NOT increase", inverse ? "inverts the decoder" : "does NOT invert");
+    rep.result(nans == want_nans && increasing && inverse, "fp8 decode " + fmt + ": every code", m);
+  }
 }
 
 }  // namespace
 
 void run_isa_selftests(Report& rep) {
-  for (int k : {16, 32})
-    for (int dt : {0, 1}) {
-      auto fails = isa_suite(k, dt, Mutation::None);
-      const char* parts[] = {"random products", "one-hot A", "one-hot B", "one-hot C", "D layout"};
-      for (const char* p : parts) {
-        std::string why;
-        for (auto& f : fails)
-          if (f.first == p) why = f.second;
-        rep.result(why.empty(), std::string("isa ") + instr_name(k, dt) + ": " + p, why);
-      }
-      for (Mutation m : ALL_MUTATIONS) {
-        auto mf = isa_suite(k, dt, m);
-        std::string caught;
-        for (auto& f : mf) caught += (caught.empty() ? "" : ", ") + f.first;
-        rep.result(!mf.empty(), std::string("isa ") + instr_name(k, dt) + ": self-test detects mutation " +
-                                    mutation_name(m),
-                   mf.empty() ? "NOT detected" : "detected by " + caught);
-      }
+  // Every instruction the atoms use: (k, dtype).
+  static const std::pair<int, int> instrs[] = {{16, 0}, {16, 1}, {32, 0}, {32, 1}, {32, 2}, {32, 3}};
+  for (auto [k, dt] : instrs) {
+    auto fails = isa_suite(k, dt, Mutation::None);
+    const char* parts[] = {"random products", "one-hot A", "one-hot B", "one-hot C", "D layout"};
+    for (const char* p : parts) {
+      std::string why;
+      for (auto& f : fails)
+        if (f.first == p) why = f.second;
+      rep.result(why.empty(), std::string("isa ") + instr_name(k, dt) + ": " + p, why);
     }
+    for (Mutation m : ALL_MUTATIONS) {
+      auto mf = isa_suite(k, dt, m);
+      std::string caught;
+      for (auto& f : mf) caught += (caught.empty() ? "" : ", ") + f.first;
+      rep.result(!mf.empty(), std::string("isa ") + instr_name(k, dt) + ": self-test detects mutation " +
+                                  mutation_name(m),
+                 mf.empty() ? "NOT detected" : "detected by " + caught);
+    }
+  }
+  run_fp8_decode_selftests(rep);
 }
 
 // ---- LLVM IR of the AMD probes ----
@@ -269,9 +328,16 @@ std::vector<std::string> split_args(const std::string& s) {
   return out;
 }
 
-// "<4 x i16> <i16 1, i16 2, ...>" -> {1, 2, ...}; 16-bit patterns.
+// "<4 x i16> <i16 1, i16 2, ...>" -> {1, 2, ...}; 16-bit patterns. A scalar
+// "i64 N" (the fp8 MFMA's operand) -> its four 16-bit units, low first.
 std::vector<int> vector_elems(const std::string& arg) {
   std::vector<int> v;
+  if (arg.rfind("i64 ", 0) == 0) {
+    const uint64_t x = std::strtoull(arg.c_str() + 4, nullptr, 10);
+    if (arg.size() > 4 && (arg[4] == '-' || std::isdigit((unsigned char)arg[4])))
+      for (int i = 0; i < 4; ++i) v.push_back((int)((x >> (16 * i)) & 0xffff));
+    return v;
+  }
   size_t p = arg.find('>');
   if (p == std::string::npos) return v;
   size_t o = arg.find('<', p);
@@ -476,13 +542,21 @@ void run_bank_selftests(Report& rep) {
 void run_atom_contract(Report& rep) {
   for (const ArchTable& t : registry()) {
     if (!t.variant.empty()) continue;
-    for (int dt : {0, 1}) {
-      const int steps = 3, K = 32 * steps;
+    for (int dt = 0; dt < 4; ++dt) {
+      if (!t.atom_kernel[dt]) continue;  // fp8: the arch's own flavour only
+      const int steps = 3, K = 32 * steps, per = 2 / elem_bytes(dt);  // K in 16-bit units
       std::mt19937_64 rng(99 + dt);
       std::uniform_real_distribution<double> u(-1, 1);
       std::vector<uint16_t> A(16 * K), B(16 * K);
-      for (auto& v : A) v = double_to_half(dt, u(rng));
-      for (auto& v : B) v = double_to_half(dt, u(rng));
+      // Element i of a row-major operand (fp8: byte i).
+      auto get = [&](const std::vector<uint16_t>& v, int i) {
+        return is_fp8(dt) ? fp8_to_double(dt, ((const uint8_t*)v.data())[i]) : half_to_double(dt, v[(size_t)i]);
+      };
+      for (auto* v : {&A, &B})
+        for (int i = 0; i < 16 * K * per; ++i) {
+          if (is_fp8(dt)) ((uint8_t*)v->data())[i] = double_to_fp8(dt, u(rng));
+          else (*v)[(size_t)i] = double_to_half(dt, u(rng));
+        }
       std::vector<float> D(256, NAN);
       AtomParams p{A.data(), B.data(), D.data(), steps};
       std::vector<Region> regions = {{Region::ReadOnly, A.data(), A.size() * 2, "A"},
@@ -493,16 +567,17 @@ void run_atom_contract(Report& rep) {
       for (int i = 0; i < 16; ++i)
         for (int n = 0; n < 16; ++n) {
           double s = 0;
-          for (int kk = 0; kk < K; ++kk) s += half_to_double(dt, A[i * K + kk]) * half_to_double(dt, B[n * K + kk]);
+          for (int kk = 0; kk < K * per; ++kk) s += get(A, i * K * per + kk) * get(B, n * K * per + kk);
           err += (D[i * 16 + n] - s) * (D[i * 16 + n] - s);
           ref2 += s * s;
         }
       const double rel = std::sqrt(err / ref2);
+      static const char* names[] = {"bf16", "f16", "e4m3", "e4m3fnuz"};
       char m[120];
-      std::snprintf(m, sizeof m, "relative error %.2e over %d k%s", rel, K,
+      std::snprintf(m, sizeof m, "relative error %.2e over %d k%s", rel, K * per,
                     r.ok() ? "" : (" " + r.errors[0]).c_str());
-      rep.result(r.ok() && rel < 1e-6, std::string("atom contract ") + arch_info(t.arch).name + " " +
-                                           (dt ? "f16" : "bf16") + " (atom_*_piece, atom_mma_k32, atom_acc_coord)",
+      rep.result(r.ok() && rel < 1e-6, std::string("atom contract ") + arch_info(t.arch).name + " " + names[dt] +
+                                           " (atom_*_piece, atom_mma_k32, atom_acc_coord)",
                  m);
     }
   }

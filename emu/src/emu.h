@@ -52,7 +52,7 @@ using KernelFn = void (*)(const void* params);
 
 struct KernelInfo {
   Arch arch;
-  int dtype;            // 0 bf16, 1 f16
+  int dtype;            // 0 bf16, 1 f16, 2 e4m3, 3 e4m3fnuz (emu.h is_fp8)
   Config cfg;
   std::string name;     // the symbol name of the real kernel (the catalog's)
   std::string variant;  // "" for the kernel source as is, else the source mutant's name
@@ -78,7 +78,7 @@ struct ArchTable {
   std::vector<KernelInfo> kernels;
   std::vector<ProbeFn> probe_fns;
   std::vector<ProbeKernel> probe_kernels;
-  KernelFn atom_kernel[2] = {nullptr, nullptr};  // per dtype
+  KernelFn atom_kernel[4] = {nullptr, nullptr, nullptr, nullptr};  // per dtype (fp8: the arch's own only)
   bool mutant_applied = true;                      // false: the mutant's pattern was not found
 };
 
@@ -160,14 +160,24 @@ struct ProbeEvent {
 };
 std::vector<ProbeEvent>& probe_log();
 
-// Matrix-instruction semantics (isa.cpp). `a`, `b`: per lane `nv` = K/8 VGPRs
-// (lane-major); `c`, `d`: per lane 4 floats.
+// Element types, numbered as the prelude's T::id: 0 bf16, 1 f16, 2 fp8 E4M3 (OCP;
+// gfx950), 3 fp8 E4M3 FNUZ (gfx942). fp8 elements are bytes; the 16-bit ones halves.
+constexpr bool is_fp8(int dtype) { return dtype >= 2; }
+constexpr int elem_bytes(int dtype) { return is_fp8(dtype) ? 1 : 2; }
+
+// Matrix-instruction semantics (isa.cpp). `a`, `b`: per lane `nv` = K/8 VGPRs for
+// 16-bit elements, K/16 for fp8 (lane-major; mfma_vgprs); `c`, `d`: per lane 4 floats.
+constexpr int mfma_vgprs(int k, int dtype) { return k * elem_bytes(dtype) / 16; }
 void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, const float* c, float* d,
                         Mutation m = Mutation::None);
 bool v_smfmac_f32_16x16xk(int k, int dtype, int bmap, const uint32_t* a, const uint32_t* b, const uint32_t* idx,
                           const float* c, float* d);
 double half_to_double(int dtype, uint16_t v);
 uint16_t double_to_half(int dtype, double v);  // round to nearest even
+double fp8_to_double(int dtype, uint8_t v);  // exact; NaN for the format's NaN codes
+uint8_t double_to_fp8(int dtype, double v);  // round to nearest even, saturating
+// Element `bits` (the low elem_bytes(dtype) bytes) of any element type.
+double elem_to_double(int dtype, uint32_t bits);
 
 // LDS bank model (isa.cpp): cycles one wave instruction takes. Lanes are served in
 // groups of consecutive lanes, `banks * 4 / access_bytes` lanes per cycle; within

@@ -1,5 +1,6 @@
 // Semantics of the emulated AMD instructions that have cross-lane behaviour:
 // the MFMAs of the matrix atom, and the LDS bank model.
+#include <cmath>
 #include <cstring>
 
 #include "emu.h"
@@ -33,8 +34,42 @@ uint16_t double_to_half(int dtype, double v) {
   return r;
 }
 
-// v_mfma_f32_16x16x16_{f16,bf16} (gfx942, k = 16) and v_mfma_f32_16x16x32_{f16,bf16}
-// (gfx950, k = 32): D(16x16) = A(16xk) . B(kx16) + C, wave64.
+// fp8 E4M3, both flavours (1 sign, 4 exponent, 3 mantissa bits):
+//  * OCP (dtype 2; OCP 8-bit floating point specification v1.0, "E4M3"): bias 7,
+//    subnormals m * 2^-9, S.1111.111 the only NaNs (no infinities), max 448, -0 exists;
+//  * FNUZ (dtype 3; LLVM's Float8E4M3FNUZ, the gfx942 MFMA's fp8): bias 8,
+//    subnormals m * 2^-10, 0x80 the only NaN (no -0, no infinities), max 240.
+double fp8_to_double(int dtype, uint8_t v) {
+  const bool fnuz = dtype == 3;
+  const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+  if (fnuz ? v == 0x80 : (e == 15 && m == 7)) return std::nan("");
+  const int bias = fnuz ? 8 : 7;
+  const double mag = e == 0 ? std::ldexp(m, 1 - bias - 3) : std::ldexp(8 + m, e - bias - 3);
+  return s ? -mag : mag;
+}
+
+uint8_t double_to_fp8(int dtype, double v) {
+  // The nearest finite code (ties to the even mantissa), by search: test data only.
+  int best = -1;
+  double best_d = 0;
+  for (int c = 0; c < 256; ++c) {
+    const double f = fp8_to_double(dtype, (uint8_t)c);
+    if (std::isnan(f)) continue;
+    const double d = std::fabs(f - v);
+    // Ties: a zero of v's sign where the format has one, else the even mantissa.
+    const bool better_tie = f == 0 ? std::signbit(f) == std::signbit(v) : (c & 1) == 0;
+    if (best < 0 || d < best_d || (d == best_d && better_tie)) best = c, best_d = d;
+  }
+  return (uint8_t)best;
+}
+
+double elem_to_double(int dtype, uint32_t bits) {
+  return is_fp8(dtype) ? fp8_to_double(dtype, (uint8_t)bits) : half_to_double(dtype, (uint16_t)bits);
+}
+
+// v_mfma_f32_16x16x16_{f16,bf16} (gfx942, k = 16), v_mfma_f32_16x16x32_{f16,bf16}
+// (gfx950, k = 32) and v_mfma_f32_16x16x32_fp8_fp8 (FNUZ on gfx942, OCP on gfx950,
+// k = 32): D(16x16) = A(16xk) . B(kx16) + C, wave64.
 //
 // Register layouts, lane l (AMD's CDNA3 and CDNA4 ISA reference guides, matrix
 // instructions):
@@ -48,20 +83,29 @@ uint16_t double_to_half(int dtype, double v) {
 //      A: 8 halves in 4 VGPRs, row l%16, k = 8*(l/16) + j, j = 0..7;
 //      B: 8 halves in 4 VGPRs, column l%16, k = 8*(l/16) + j;
 //      C/D: as above.
-//  Element j of an operand is the j-th element of the builtin's vector operand
+//  * 16x16x32 fp8 (both archs; CDNA3 ISA reference guide, and the matrix
+//    instruction calculator `-a cdna3 -i v_mfma_f32_16x16x32_fp8_fp8`):
+//      A: 8 bytes in 2 VGPRs, row l%16, k = 8*(l/16) + j, j = 0..7;
+//      B: 8 bytes in 2 VGPRs, column l%16, k = 8*(l/16) + j;
+//      C/D: as above.
+//    Byte j is VGPR j/4, bits [8(j%4), +8) (the i64 operand, little-endian).
+//  Element j of a 16-bit operand is the j-th element of the builtin's vector operand
 //  (<4 x i16> / <8 x bfloat> ...): VGPR j/2, bits [15:0] for even j, [31:16] for
 //  odd j (LLVM packs 16-bit vector elements little-endian into consecutive VGPRs;
 //  emu/probe checks the element order the real atom passes).
 //
-// Numerics: the products of two bf16/f16 values are exact in double; the k
+// Numerics: the products of two bf16/f16/fp8 values are exact in double; the k
 // products and C are summed in double and rounded once to fp32 (round to nearest
 // even). The hardware's internal order and precision of that sum are not
 // publicly specified, so the emulator matches it to about one fp32 rounding per
 // instruction, not bit for bit.
 void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, const float* c, float* d,
                         Mutation m) {
-  const int nv = k / 8;   // VGPRs per operand per lane
+  const int nv = mfma_vgprs(k, dtype);  // VGPRs per operand per lane
   const int kpl = k / 4;  // k elements per lane (a lane group holds kpl consecutive k)
+  const int eb = elem_bytes(dtype), per_vgpr = 4 / eb;
+  // Element j of a lane's operand registers `r`.
+  auto elem = [&](const uint32_t* r, int j) { return elem_to_double(dtype, r[j / per_vgpr] >> (8 * eb * (j % per_vgpr))); };
   double A[16][32], B[32][16];
   for (int l = 0; l < 64; ++l) {
     for (int j = 0; j < kpl; ++j) {
@@ -69,12 +113,10 @@ void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, 
       int la = l, ja = j;
       if (m == Mutation::SwapALanes && (l == 5 || l == 21)) la = l == 5 ? 21 : 5;
       if (m == Mutation::AWrongKHalf) ja = j ^ (kpl / 2);
-      const uint32_t va = a[la * nv + ja / 2];
-      A[l % 16][kpl * (l / 16) + j] = half_to_double(dtype, (uint16_t)(va >> (16 * (ja % 2))));
+      A[l % 16][kpl * (l / 16) + j] = elem(a + la * nv, ja);
       // B: lane l holds column l%16, k = kpl*(l/16) + j.
       const int gb = m == Mutation::BKGroupReversed ? 3 - l / 16 : l / 16;
-      const uint32_t vb = b[l * nv + j / 2];
-      B[kpl * gb + j][l % 16] = half_to_double(dtype, (uint16_t)(vb >> (16 * (j % 2))));
+      B[kpl * gb + j][l % 16] = elem(b + l * nv, j);
     }
   }
   float out[64][4];

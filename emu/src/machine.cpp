@@ -541,7 +541,7 @@ struct Machine {
       error("mfma-partial-exec", "v_mfma with lanes that have exited", true);
       return;
     }
-    const int kk = w.lanes[0].imm, dt = w.lanes[0].dtype, nv = kk / 8;
+    const int kk = w.lanes[0].imm, dt = w.lanes[0].dtype, nv = mfma_vgprs(kk, dt);
     for (int l = 1; l < 64; ++l)
       if (w.lanes[l].imm != kk || w.lanes[l].dtype != dt) {
         error("mfma-nonuniform", "lanes disagree on the MFMA variant", true);
@@ -746,6 +746,7 @@ inline void wave_op(Lane* L, int op, void* ra) {
 alignas(16) char probe_lds[1 << 16];
 
 const char* mfma_intrinsic(int k, int dtype) {
+  if (is_fp8(dtype)) return "mfma.f32.16x16x32.fp8.fp8";
   if (k == 16) return dtype == 0 ? "mfma.f32.16x16x16bf16.1k" : "mfma.f32.16x16x16f16";
   return dtype == 0 ? "mfma.f32.16x16x32.bf16" : "mfma.f32.16x16x32.f16";
 }
@@ -760,7 +761,7 @@ void probe_mfma(int k, int dtype, float* d, const uint32_t* a, const uint32_t* b
   t_probe.outs.resize(log.size(), nullptr);
   ProbeEvent e;
   e.instr = mfma_intrinsic(k, dtype);
-  for (int v = 0; v < k / 8; ++v) {
+  for (int v = 0; v < mfma_vgprs(k, dtype); ++v) {  // as 16-bit halves, as the IR parser reads them
     e.a.push_back((int)(a[v] & 0xffff));
     e.a.push_back((int)(a[v] >> 16));
     e.b.push_back((int)(b[v] & 0xffff));
@@ -931,6 +932,10 @@ void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const uint32_t* a, const ui
 }
 
 void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  mfma_hook(32, dtype, d, a, b, c, __builtin_return_address(0));
+}
+
+void sk_emu_v_mfma_f32_16x16x32_fp8_fp8(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c) {
   mfma_hook(32, dtype, d, a, b, c, __builtin_return_address(0));
 }
 

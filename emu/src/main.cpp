@@ -124,7 +124,15 @@ struct Case {
   // Batch-invariant partition: K split in units of this many K blocks, partials
   // added in split order (SPLIT_IN_ORDER).
   int split_unit = 1;
+  // fp8 kernels only: the operands' scales (SCALES_*) and an f16 output (OUT_F16;
+  // else bf16). m, n, k and the paddings count 16-bit units, as GemmParams does:
+  // an fp8 row holds twice the elements.
+  int scales = 0;
+  bool out_f16 = false;
 };
+// An fp8 case's scales: none; per-tensor A and B; per-output-feature A and
+// per-token B (OUTER_VEC); per-tensor A with per-token B.
+enum { SCALES_NONE, SCALES_TENSOR, SCALES_VECTORS, SCALES_MIXED, SCALES_KINDS };
 enum { C_NONE, C_APART, C_IN_PLACE };
 
 Case batch_invariant(Case c, int split_unit) {
@@ -141,9 +149,10 @@ Case with_epilogue(Case c, float beta, int c_mode, int epi, bool dev_scalars) {
   return c;
 }
 
-std::vector<Case> cases_for(const Config& c) {
+std::vector<Case> cases_for(const KernelInfo& k) {
+  const Config& c = k.cfg;
   const int TM = c.tile_m, TN = c.tile_n, TK = c.tile_k, ST = c.stages;
-  return {
+  std::vector<Case> cases = {
       {TM, 2 * TN, 2 * TK, 1, false, 1.0f, 0, 0, 0, "whole tiles, split 1"},
       {std::max(1, TM - 5), TN + 40, 5 * TK + 24, 2, true, 0.5f, 8, 16, 3, "M/N/K tails, split 2, bias, strides"},
       {1, TN / 2 + 8, 24, 3, true, 1.0f, 0, 0, 0, "M=1, K=24 < tile_k, split 3 (empty splits), bias"},
@@ -159,6 +168,14 @@ std::vector<Case> cases_for(const Config& c) {
                     C_APART, EPI_GELU, true),
       batch_invariant({TM + 1, TN, 9 * TK + 24, 3, true, 1.0f, 0, 0, 0, "split 3 in units of 4 K blocks, in order (batch-invariant)"}, 4),
   };
+  // fp8: the same shapes and epilogues, each with one kind of scales in turn and
+  // every other one with an f16 output.
+  if (is_fp8(k.dtype))
+    for (size_t i = 0; i < cases.size(); ++i) {
+      cases[i].scales = (int)(i % SCALES_KINDS);
+      cases[i].out_f16 = i % 2 == 1;
+    }
+  return cases;
 }
 
 double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x))); }
@@ -183,7 +200,9 @@ struct Outcome {
 Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_base, Mutation mut) {
   // runs: launches (2 by default: determinism across two random schedules)
   Outcome out;
-  const int dt = k.dtype;
+  // Operand elements of type dt (fp8: bytes, `per` to a 16-bit unit); Y, C and a
+  // 16-bit bias of type odt.
+  const int dt = k.dtype, per = 2 / elem_bytes(dt), odt = is_fp8(dt) ? (cs.out_f16 ? 1 : 0) : dt;
   const Config& c = k.cfg;
   const int M = cs.m, N = cs.n, K = cs.k, S = cs.split;
   const int64_t ldw = K + cs.ldw_pad, ldx = K + cs.ldx_pad, ldy = N + cs.ldy_pad;
@@ -200,32 +219,48 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   GBuf Cm(cs.c_mode == C_APART ? (size_t)((M - 1) * ldc + N) * 2 : 0), Sc(8);
   std::vector<uint16_t> c_in_place;  // Y's contents before each launch (C = Y)
   GBuf P(S > 1 ? (size_t)tiles * S * c.tile_m * c.tile_n * 4 : 0), C(S > 1 ? (size_t)tiles * 4 : 0);
-  for (size_t i = 0; i < W.bytes / 2; ++i) W.as<uint16_t>()[i] = double_to_half(dt, u(rng));
-  for (size_t i = 0; i < X.bytes / 2; ++i) X.as<uint16_t>()[i] = double_to_half(dt, u(rng));
-  if (cs.cancel) {  // W periodic in k with period tile_k; X blocks: +4096 x, -4096 x, x / 64
-    const int TK = c.tile_k;
+  // Operand element i of a buffer (row r of stride ld units at element r * ld * per).
+  auto get = [&](const GBuf& b, size_t i) {
+    return is_fp8(dt) ? fp8_to_double(dt, b.p[i]) : half_to_double(dt, b.as<uint16_t>()[i]);
+  };
+  auto set = [&](GBuf& b, size_t i, double v) {
+    if (is_fp8(dt)) b.p[i] = double_to_fp8(dt, v);
+    else b.as<uint16_t>()[i] = double_to_half(dt, v);
+  };
+  for (size_t i = 0; i < W.bytes / elem_bytes(dt); ++i) set(W, i, u(rng));
+  for (size_t i = 0; i < X.bytes / elem_bytes(dt); ++i) set(X, i, u(rng));
+  if (cs.cancel) {  // W periodic in k with period tile_k; X blocks: +big x, -big x, x / small
+    const int TK = c.tile_k * per;  // elements
+    const double big = is_fp8(dt) ? 16 : 4096, small = is_fp8(dt) ? 16 : 64;  // within fp8's range
     for (int n = 0; n < N; ++n)
-      for (int kk = TK; kk < K; ++kk) W.as<uint16_t>()[n * ldw + kk] = W.as<uint16_t>()[n * ldw + kk % TK];
+      for (int kk = TK; kk < K * per; ++kk) set(W, n * ldw * per + kk, get(W, n * ldw * per + kk % TK));
     for (int t = 0; t < M; ++t)
-      for (int kk = 0; kk < K; ++kk) {
-        uint16_t* x = X.as<uint16_t>() + t * ldx;
-        const double v = half_to_double(dt, x[kk % TK]);
+      for (int kk = 0; kk < K * per; ++kk) {
+        const size_t x = t * ldx * per;
+        const double v = get(X, x + kk % TK);
         const int blk = kk / TK;
-        if (blk == 0) x[kk] = double_to_half(dt, v * 4096);
-        else if (blk == 1) x[kk] = double_to_half(dt, -half_to_double(dt, x[kk - TK]));
-        else x[kk] = double_to_half(dt, half_to_double(dt, x[kk]) / 64);
+        if (blk == 0) set(X, x + kk, v * big);
+        else if (blk == 1) set(X, x + kk, -get(X, x + kk - TK));
+        else set(X, x + kk, get(X, x + kk) / small);
       }
   }
   if (bias_f32)
     for (int n = 0; n < N; ++n) Bias.as<float>()[n] = (float)u(rng);
   else
-    for (size_t i = 0; i < Bias.bytes / 2; ++i) Bias.as<uint16_t>()[i] = double_to_half(dt, u(rng));
-  for (size_t i = 0; i < Cm.bytes / 2; ++i) Cm.as<uint16_t>()[i] = cs.beta == 0.f ? 0xffff : double_to_half(dt, u(rng));
+    for (size_t i = 0; i < Bias.bytes / 2; ++i) Bias.as<uint16_t>()[i] = double_to_half(odt, u(rng));
+  for (size_t i = 0; i < Cm.bytes / 2; ++i) Cm.as<uint16_t>()[i] = cs.beta == 0.f ? 0xffff : double_to_half(odt, u(rng));
   if (cs.c_mode == C_IN_PLACE) {
     c_in_place.assign(Y.bytes / 2, 0xffff);  // NaN in the padding: the poison there
     for (int t = 0; t < M; ++t)
-      for (int n = 0; n < N; ++n) c_in_place[t * ldy + n] = double_to_half(dt, u(rng));
+      for (int n = 0; n < N; ++n) c_in_place[t * ldy + n] = double_to_half(odt, u(rng));
   }
+  // fp8 scales: A's per output feature n, B's per token t (a per-tensor scale is
+  // entry 0, the same for all); dyadic, so the reference's products stay exact.
+  const bool a_vec = cs.scales == SCALES_VECTORS, b_vec = cs.scales == SCALES_VECTORS || cs.scales == SCALES_MIXED;
+  GBuf SA(cs.scales ? (size_t)(a_vec ? N : 1) * 4 : 0), SB(cs.scales ? (size_t)(b_vec ? M : 1) * 4 : 0);
+  for (size_t i = 0; i < SA.bytes / 4; ++i) SA.as<float>()[i] = std::ldexp(1.0f + (float)(i % 4) / 4, (int)(i % 3) - 1);
+  for (size_t i = 0; i < SB.bytes / 4; ++i) SB.as<float>()[i] = std::ldexp(1.0f + (float)(i % 3) / 2, 1 - (int)(i % 4));
+  auto scale = [&](const GBuf& b, bool vec, int i) { return b.bytes ? (double)b.as<float>()[vec ? i : 0] : 1.0; };
   Sc.as<float>()[0] = cs.alpha;
   Sc.as<float>()[1] = cs.beta;
   std::memset(Z.p, 0, 16);
@@ -238,13 +273,11 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   for (int t = 0; t < M; ++t)
     for (int n = 0; n < N; ++n) {
       double s = 0;
-      const uint16_t* xr = X.as<uint16_t>() + t * ldx;
-      const uint16_t* wr = W.as<uint16_t>() + n * ldw;
-      for (int kk = 0; kk < K; ++kk) s += half_to_double(dt, xr[kk]) * half_to_double(dt, wr[kk]);
-      s *= cs.alpha;
-      if (cs.c_mode == C_APART && cs.beta != 0.f) s += cs.beta * half_to_double(dt, Cm.as<uint16_t>()[t * ldc + n]);
-      if (cs.c_mode == C_IN_PLACE) s += cs.beta * half_to_double(dt, c_in_place[t * ldy + n]);
-      if (cs.bias) s += bias_f32 ? Bias.as<float>()[n] : half_to_double(dt, Bias.as<uint16_t>()[n]);
+      for (int kk = 0; kk < K * per; ++kk) s += get(X, t * ldx * per + kk) * get(W, n * ldw * per + kk);
+      s *= cs.alpha * scale(SA, a_vec, n) * scale(SB, b_vec, t);
+      if (cs.c_mode == C_APART && cs.beta != 0.f) s += cs.beta * half_to_double(odt, Cm.as<uint16_t>()[t * ldc + n]);
+      if (cs.c_mode == C_IN_PLACE) s += cs.beta * half_to_double(odt, c_in_place[t * ldy + n]);
+      if (cs.bias) s += bias_f32 ? Bias.as<float>()[n] : half_to_double(odt, Bias.as<uint16_t>()[n]);
       if (cs.epi & EPI_RELU) s = s > 0 ? s : 0;
       if (cs.epi & EPI_GELU) s = gelu(s);
       ref[(size_t)t * N + n] = s;
@@ -262,7 +295,9 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   prm.beta = cs.beta;
   prm.alpha_ptr = cs.dev_scalars ? Sc.as<float>() : nullptr;
   prm.beta_ptr = cs.dev_scalars ? Sc.as<float>() + 1 : nullptr;
-  prm.flags = cs.epi;
+  prm.flags = cs.epi | (a_vec ? SCALE_A_VEC : 0) | (b_vec ? SCALE_B_VEC : 0) | (cs.out_f16 ? OUT_F16 : 0);
+  prm.a_scale = SA.bytes ? SA.as<float>() : nullptr;
+  prm.b_scale = SB.bytes ? SB.as<float>() : nullptr;
   prm.partials = S > 1 ? P.as<float>() : nullptr;
   prm.counters = S > 1 ? C.as<uint32_t>() : nullptr;
   prm.zeros = Z.p;
@@ -282,6 +317,8 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
   if (cs.bias) regions.push_back({Region::ReadOnly, Bias.p, Bias.bytes, "bias"});
   if (Cm.bytes) regions.push_back({Region::ReadOnly, Cm.p, Cm.bytes, "C"});
   if (cs.dev_scalars) regions.push_back({Region::ReadOnly, Sc.p, 8, "scalars"});
+  if (SA.bytes) regions.push_back({Region::ReadOnly, SA.p, SA.bytes, "A scales"});
+  if (SB.bytes) regions.push_back({Region::ReadOnly, SB.p, SB.bytes, "B scales"});
   if (S > 1) {
     regions.push_back({Region::Partials, P.p, P.bytes, "partials"});
     regions.push_back({Region::Counters, C.p, C.bytes, "counters"});
@@ -340,7 +377,7 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
     int nonfinite = 0, pad_touched = 0;
     for (int t = 0; t < M; ++t) {
       for (int n = 0; n < N; ++n) {
-        const double y = half_to_double(dt, Y.as<uint16_t>()[t * ldy + n]);
+        const double y = half_to_double(odt, Y.as<uint16_t>()[t * ldy + n]);
         const double rf = ref[(size_t)t * N + n];
         if (!std::isfinite(y)) {
           ++nonfinite;
@@ -354,7 +391,7 @@ Outcome run_case(const KernelInfo& k, const Case& cs, int runs, uint64_t seed_ba
     }
     const double rel = std::sqrt(e2 / (r2 > 0 ? r2 : 1));
     out.err = std::max(out.err, rel);
-    const double tol = dt == 0 ? 1e-2 : 2e-3;
+    const double tol = odt == 0 ? 1e-2 : 2e-3;  // the output's rounding
     if (nonfinite) out.fail("values", std::to_string(nonfinite) + " outputs not written or not finite");
     if (!cs.cancel && !(rel <= tol)) {
       char m[120];
@@ -463,7 +500,7 @@ int main(int argc, char** argv) {
       const std::string label = std::string(arch_info(k.arch).name) + " " + k.name;
       if (!filter.empty() && label.find(filter) == std::string::npos) continue;
       ++kernels;
-      const auto cs = cases_for(k.cfg);
+      const auto cs = cases_for(k);
       for (size_t i = 0; i < cs.size(); ++i) jobs.push_back(Job{&k, cs[i], (int)i, Outcome{}, label});
     }
   }
@@ -563,7 +600,7 @@ int main(int argc, char** argv) {
     parallel((int)mj.size(), threads, [&](int i) {
       MJob& j = mj[(size_t)i];
       t_job = "lane-mapping mutation";
-      const auto cs = cases_for(j.k->cfg);
+      const auto cs = cases_for(*j.k);
       for (int ci : {1, 3}) {
         Outcome o = run_case(*j.k, cs[(size_t)ci], 1, 777 + (uint64_t)ci, j.m);
         ++j.runs;
@@ -596,7 +633,7 @@ int main(int argc, char** argv) {
       SJob& j = sj[(size_t)i];
       if (!j.t->mutant_applied) return;
       t_job = "source mutant";
-      const auto cs = cases_for(j.k->cfg);
+      const auto cs = cases_for(*j.k);
       for (int ci : {1, 3, 5, 6})
         for (int seed = 0; seed < 2; ++seed) {
           Outcome o = run_case(*j.k, cs[(size_t)ci], 2, 4242 + (uint64_t)ci * 17 + (uint64_t)seed, Mutation::None);

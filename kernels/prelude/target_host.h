@@ -71,6 +71,9 @@ void sk_emu_atomic_store_agent(u32* p, u32 v, int order);
 SK_EMU_WAVE void sk_emu_v_mfma_f32_16x16x16(int dtype, float* d, const u32* a, const u32* b, const float* c);
 // v_mfma_f32_16x16x32_{bf16,f16} (gfx950): 4 VGPRs per operand.
 SK_EMU_WAVE void sk_emu_v_mfma_f32_16x16x32(int dtype, float* d, const u32* a, const u32* b, const float* c);
+// v_mfma_f32_16x16x32_fp8_fp8 (dtype 2 = OCP E4M3 on gfx950, 3 = E4M3 FNUZ on gfx942):
+// 2 VGPRs per operand, 8 fp8 per lane.
+SK_EMU_WAVE void sk_emu_v_mfma_f32_16x16x32_fp8_fp8(int dtype, float* d, const u32* a, const u32* b, const float* c);
 }
 
 SK_DEVICE int thread_id() { return sk_emu_workitem_id_x(); }
@@ -117,6 +120,12 @@ SK_DEVICE void store_partial(float* p, f32x4 v) { sk_emu_global_store_b128(p, &v
 
 template <typename T>
 SK_DEVICE void atom_mma_k32(float* acc, const u32x4* a, const u32x4& b) {
+  if constexpr (T::fp8) {
+    const u32 a_lo[2] = {a[0].x, a[0].y}, a_hi[2] = {a[0].z, a[0].w}, b_lo[2] = {b.x, b.y}, b_hi[2] = {b.z, b.w};
+    sk_emu_v_mfma_f32_16x16x32_fp8_fp8(T::id, acc, a_lo, b_lo, acc);
+    sk_emu_v_mfma_f32_16x16x32_fp8_fp8(T::id, acc, a_hi, b_hi, acc);
+    return;
+  }
 #if defined(SK_HOST_GFX950)
   const u32 av[4] = {a[0].x, a[0].y, a[0].z, a[0].w}, bv[4] = {b.x, b.y, b.z, b.w};
   sk_emu_v_mfma_f32_16x16x32(T::id, acc, av, bv, acc);

@@ -202,6 +202,16 @@ mod tests {
         let fnuz = Problem::packed(DType::E4m3Fnuz, 4, 2880, 4096, false).unit_view();
         assert!(cat.iter().all(|k| k.dtype != DType::E4m3Fnuz));
         assert_eq!(choose(&Tuning::default(), &fb, &t, &fnuz, false), Err(Error::NoKernel));
+        // AMD: gfx942 runs FNUZ and gfx950 OCP, each only its own (the other is
+        // never reinterpreted: no kernel, so it is forwarded).
+        for (arch, own, other) in [(Arch::Gfx942, DType::E4m3Fnuz, DType::E4m3), (Arch::Gfx950, DType::E4m3, DType::E4m3Fnuz)] {
+            let amd = Target { arch, backend: Backend::Hip, units: arch.default_units(), partial_capacity: 4 << 20 };
+            let fb = Fallback::for_arch(arch);
+            let p = |d| Problem::packed(d, 4, 2880, 4096, false).unit_view();
+            let Ok(Choice::Run { kernel, .. }) = choose(&Tuning::default(), &fb, &amd, &p(own), false) else { panic!("{arch:?} runs {own:?}") };
+            assert_eq!(kernels::for_arch(arch).kernels[kernel].dtype, own);
+            assert_eq!(choose(&Tuning::default(), &fb, &amd, &p(other), false), Err(Error::NoKernel));
+        }
     }
 
     /// The order of `choose`: a measured band that holds, else the planner (which

@@ -59,13 +59,14 @@ impl Fallback {
             Family::Vdmfma => p.m <= VDMFMA_MAX_M,
             Family::Wgmma => false,
         };
-        let tile_ms = || self.candidates.iter().filter(|(c, _)| usable(c)).map(|(c, _)| c.tile_m);
-        let tm = tile_ms().filter(|&tm| tm >= p.m).min().or_else(|| tile_ms().max())?;
+        // Token tiles of the kernels compiled in p's dtype (fp8 has no sparse family).
+        let d = p.dtype as usize;
+        let compiled = || self.candidates.iter().filter(|(c, idx)| usable(c) && idx[d].is_some());
+        let tm = compiled().map(|(c, _)| c.tile_m).filter(|&tm| tm >= p.m).min().or_else(|| compiled().map(|(c, _)| c.tile_m).max())?;
         let target = CTAS_PER_UNIT * units as f64;
         let prefer_vdmfma = super::schema::target(self.arch.name()).is_some_and(|t| t.atom_toks > VDMFMA_MAX_M);
         let mut best: Option<((f64, u32, u8, i64), Choice)> = None;
-        let d = p.dtype as usize;
-        for (c, idx) in self.candidates.iter().filter(|(c, _)| c.tile_m == tm && usable(c)) {
+        for (c, idx) in compiled().filter(|(c, _)| c.tile_m == tm) {
             let Some(kernel) = idx[d] else { continue };
             let tiles = p.n.div_ceil(c.tile_n) as u64 * p.m.div_ceil(c.tile_m) as u64;
             let nkb = p.k.div_ceil(c.tile_k);
@@ -131,13 +132,15 @@ mod tests {
     }
 
     proptest! {
-        /// Every problem gets a compiled kernel of its dtype whose token tile covers
-        /// M (or is the largest), with a split that leaves >= MIN_BLOCKS K blocks.
+        /// Every problem gets a compiled kernel of its dtype (16-bit, or the arch's
+        /// fp8 in 16-bit units) whose token tile covers M (or is the largest), with
+        /// a split that leaves >= MIN_BLOCKS K blocks.
         #[test]
-        fn choice_is_always_runnable(m in 1u32..=128, n in 1u32..40000, k8 in 1u32..4000, f16 in any::<bool>(), a in 0usize..3) {
+        fn choice_is_always_runnable(m in 1u32..=128, n in 1u32..40000, k8 in 1u32..4000, d in 0usize..3, a in 0usize..3) {
             let arch = Arch::ALL[a];
-            let dtype = if f16 { DType::F16 } else { DType::Bf16 };
-            let p = problem(m, n, k8 * 8, dtype);
+            let fp8 = crate::tuning::schema::target(arch.name()).and_then(|t| t.fp8).expect("every arch builds fp8 kernels");
+            let dtype = [DType::Bf16, DType::F16, fp8][d];
+            let p = problem(m, n, k8 * 8, dtype).unit_view();
             let Some(Choice::Run { kernel, split_k }) = Fallback::for_arch(arch).choose(arch.default_units(), &p) else { panic!("no choice") };
             let e = kernels::for_arch(arch).kernels[kernel];
             prop_assert_eq!(e.dtype, dtype);

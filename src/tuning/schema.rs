@@ -161,8 +161,8 @@ pub struct TargetFacts {
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0, fp8: None },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0, fp8: None },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3Fnuz) },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3) },
     TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024, fp8: Some(DType::E4m3) },
 ];
 

@@ -616,19 +616,22 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// The model's entries: the fallback's choice for every shape and dtype, with the
-/// roofline's latency.
+/// The model's entries: the fallback's choice for every shape and dtype (both
+/// 16-bit types and the arch's fp8, whose kernels take K in 16-bit units), with
+/// the roofline's latency.
 fn model_entries(arch: gpu::Arch, fallback: &Fallback, shapes: &[Shape]) -> Result<Vec<Entry>, String> {
     let (bw, eff, fixed_us) = roofline(arch);
+    let fp8 = tuning::schema::target(arch.name()).and_then(|t| t.fp8);
     let mut entries = Vec::new();
     for sh in shapes {
         let m_max = m_max(shapes, sh);
-        for dtype in DType::ALL {
-            let p = sh.problem(dtype);
+        for dtype in DType::ALL.into_iter().chain(fp8) {
+            let p = sh.problem(dtype).unit_view();
             let Some(Choice::Run { kernel, split_k }) = fallback.choose(arch.default_units(), &p) else {
-                return Err(format!("no model choice for {sh:?}"));
+                return Err(format!("no model choice for {sh:?} in {}", dtype.name()));
             };
-            let bytes = 2.0 * (sh.n as f64 * sh.k as f64 + sh.m as f64 * sh.k as f64 + sh.m as f64 * sh.n as f64);
+            let (n, m, k) = (sh.n as f64, sh.m as f64, sh.k as f64);
+            let bytes = dtype.bytes() as f64 * (n * k + m * k) + 2.0 * m * n;
             entries.push(Entry {
                 kernel: Some(kernels::for_arch(arch).kernels[kernel].config),
                 split_k,
