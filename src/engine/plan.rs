@@ -49,12 +49,16 @@ pub struct Plan {
 /// 1. the table's band for `p`, where it was measured and holds at `p.m`
 ///    (`Band::holds_at`): its kernel and split, or "forward" when there is a library
 ///    to forward to (`can_forward`);
-/// 2. the planner, where the table has its constants: the candidate with the least
+/// 2. where the table has anchors near `p` (`Tuning::transfer`), the nearest one's
+///    kernel at the split that gives `p` its count of CTAs: run where the anchors
+///    near it won by the transfer margin, or when there is no library to forward
+///    to; else on to the planner;
+/// 3. the planner, where the table has its constants: the candidate with the least
 ///    predicted time, run only where, at the slow end of its calibration, it beats
 ///    the vendor's predicted time by the model's margin when there is a library to
 ///    forward to (fp8: at least `planner::UNCALIBRATED_MARGIN`, as nothing fp8 was
 ///    fitted);
-/// 3. without planner constants, the fallback rule in standalone mode, else forward.
+/// 4. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
     if p.batch_invariant {
         return invariant(table, fallback, t, p);
@@ -65,6 +69,15 @@ pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_
             Choice::Forward => {}
             run => return Ok(run),
         }
+    }
+    let all = kernels::for_arch(t.arch).kernels;
+    let kept_splits = |kernel: usize| {
+        let mut v: Vec<u32> = planner::splits(&all[kernel].config, p).filter_map(|s| Some(plan(t, Choice::Run { kernel, split_k: s }, p).ok()?.split_k)).collect();
+        v.dedup();
+        v
+    };
+    if let Some(borrowed) = table.transfer(t.arch, p, kept_splits).filter(|b| b.wins || !can_forward) {
+        return Ok(borrowed.choice);
     }
     match &table.planner {
         Some(model) => {
@@ -212,6 +225,27 @@ mod tests {
             assert_eq!(kernels::for_arch(arch).kernels[kernel].dtype, own);
             assert_eq!(choose(&Tuning::default(), &fb, &amd, &p(other), false), Err(Error::NoKernel));
         }
+    }
+
+    /// Transfer comes before the planner: a borrowed choice that wins runs; one that does not leaves the decision to the planner
+    /// (here: none, so forward) with a library present, and runs standalone.
+    #[test]
+    fn choose_borrows_from_anchors_before_the_planner() {
+        let (t, fb) = (h100(), Fallback::for_arch(Arch::Sm90));
+        let kernel = r#"{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true}"#;
+        let anchor = |n: u32, split: u32, us: f64, vendor: f64| {
+            format!(r#"{{"dtype":"bf16","n":{n},"k":7168,"bias":false,"m_min":1,"m_max":1,"source":"measured","kernel":{kernel},"split_k":{split},"us":{us},"vendor_us":{vendor}}}"#)
+        };
+        let table = |v2: f64| {
+            let text = format!(r#"{{"schema":1,"arch":"sm90","entries":[],"anchors":[{},{}]}}"#, anchor(1024, 4, 5.0, 6.0), anchor(1536, 3, 6.0, v2));
+            Tuning::parse(Arch::Sm90, &text, "test").unwrap()
+        };
+        let p = Problem::packed(DType::Bf16, 1, 2048, 7168, false);
+        let k = kernels::for_arch(Arch::Sm90).kernels.iter().position(|e| e.dtype == DType::Bf16 && e.config.tile_m == 8 && e.config.tile_n == 64 && e.config.tile_k == 128 && e.config.stages == 4 && !e.config.cluster).unwrap();
+        let borrowed = Ok(Choice::Run { kernel: k, split_k: 2 });
+        assert_eq!(choose(&table(7.0), &fb, &t, &p, true), borrowed);
+        assert_eq!(choose(&table(6.3), &fb, &t, &p, true), Err(Error::PlannerForward));
+        assert_eq!(choose(&table(6.3), &fb, &t, &p, false), borrowed);
     }
 
     /// The order of `choose`: a measured band that holds, else the planner (which

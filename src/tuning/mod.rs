@@ -39,6 +39,9 @@ pub enum Choice {
 pub struct Tuning {
     pub source: String,
     by_shape: FxHashMap<(DType, u32, u32, bool), Vec<Band>>,
+    /// Measured winners a shape no band holds for borrows its choice from
+    /// (`transfer`); empty unless the file has anchors.
+    anchors: Vec<Anchor>,
     /// The planner's constants for the device, when the table has them.
     pub planner: Option<schema::CostModel>,
     pub entries: usize,
@@ -70,6 +73,45 @@ impl Band {
             }
         }
     }
+}
+
+/// A measured winner: the problem it was measured on (K in elements, as tables
+/// list it), its kernel and split (`Forward`: a table entry that keeps none), and
+/// the vendor's time over its own there (0 where the table has no times).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Anchor {
+    pub dtype: DType,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub choice: Choice,
+    pub speedup: f64,
+}
+
+/// Transfer from anchors (`Tuning::transfer`): the nearest `TRANSFER_AGREE`
+/// anchors within `TRANSFER_REACH` must all have beaten the vendor by
+/// `TRANSFER_MARGIN` for a borrowed choice to run where a vendor library could
+/// take the call. Chosen by leaving whole shapes out of the H100's measurements
+/// (tuning/README.md): one neighbour's word ran 9 of 474 problems below 0.97x of
+/// cuBLASLt at a 1.15 margin, two neighbours' agreement at 1.1 ran 2.
+pub const TRANSFER_MARGIN: f64 = 1.1;
+pub const TRANSFER_AGREE: usize = 2;
+/// The most tokens a borrowed choice runs at with a vendor library present: beyond
+/// it the best kernel measured on the H100's training shapes beat cuBLASLt by
+/// less than the margin (1.08x at M = 48, 1.04x at 64, 0.91x at 100; 1.13x at 32),
+/// so a win borrowed from another shape has nothing to spare (held-out M = 48 lost
+/// up to 21 % when it ran). Standalone, the borrowed choice still runs.
+pub const TRANSFER_MAX_M: u32 = 32;
+/// The farthest an anchor may be, in natural logarithms of N, K and token tiles
+/// (1.0: a factor of e in one of them).
+pub const TRANSFER_REACH: f64 = 1.0;
+
+/// A choice borrowed from the nearest anchor (`Tuning::transfer`), and whether the
+/// anchors near it won by the transfer margin.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Transfer {
+    pub choice: Choice,
+    pub wins: bool,
 }
 
 pub fn embedded(arch: Arch) -> &'static str {
@@ -302,7 +344,12 @@ impl Tuning {
         }
         let mut t = Tuning { source: source.to_owned(), planner: file.planner, ..Default::default() };
         let mut unknown = None;
-        for e in &file.entries {
+        // The dtypes the file has anchors for plan by transfer, their entries'
+        // measured winners counted among the anchors (a table's entries alone, the
+        // public grid's 27 shapes, are too sparse to borrow from: in fp8 on the H100
+        // they ran held-out shapes down to 0.92x).
+        let transfers = |d: DType| file.anchors.iter().any(|a| a.dtype == d);
+        for (e, is_anchor) in file.entries.iter().map(|e| (e, false)).chain(file.anchors.iter().map(|e| (e, true))) {
             let choice = match &e.kernel {
                 None => Choice::Forward,
                 Some(c) => match kernels::index_of(arch, e.dtype, c) {
@@ -316,6 +363,16 @@ impl Tuning {
                 },
             };
             let measured = e.source.starts_with("measured");
+            if measured && transfers(e.dtype) {
+                let speedup = match (e.us, e.vendor_us) {
+                    (Some(us), Some(v)) if us > 0.0 => v / us,
+                    _ => 0.0,
+                };
+                t.anchors.push(Anchor { dtype: e.dtype, m: e.m_min, n: e.n, k: e.k, choice, speedup });
+            }
+            if is_anchor {
+                continue;
+            }
             t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, measured });
             t.entries += 1;
         }
@@ -345,6 +402,46 @@ impl Tuning {
         self.by_shape.iter().flat_map(|(&(dtype, n, k, bias), bands)| {
             bands.iter().filter(|b| b.measured && matches!(b.choice, Choice::Run { .. })).map(move |b| (dtype, n, k, bias, b.m_min))
         })
+    }
+
+    /// A choice for `p` (the engine's unit view) borrowed from the table's anchors:
+    /// the nearest anchor of `p`'s dtype (distance in ln N, ln K and the ln of the
+    /// count of the arch's smallest token tiles, within `TRANSFER_REACH`: at M = 1
+    /// and 5 a decode kernel streams the same bytes) whose kernel runs as many token
+    /// tiles at `p.m` as where it
+    /// was measured, at the split that gives `p` that anchor's count of CTAs
+    /// (`splits(kernel)`: the splits the launch plan keeps; the smaller on a tie).
+    /// It `wins` where the `TRANSFER_AGREE` nearest anchors all beat the vendor by
+    /// `TRANSFER_MARGIN` (and it comes from one of them) at no more than
+    /// `TRANSFER_MAX_M` tokens. `None` without anchors near enough. Off the hot path:
+    /// plans are memoised per problem.
+    pub fn transfer(&self, arch: Arch, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
+        let k = p.k * p.dtype.per_unit();
+        let toks = schema::target(arch.name()).map_or(8, |f| f.atom_toks);
+        let ln = |a: u32, b: u32| (a as f64 / b as f64).ln();
+        let mut near: Vec<(f64, &Anchor)> = self
+            .anchors
+            .iter()
+            .filter(|a| a.dtype == p.dtype)
+            .map(|a| ((ln(p.m.div_ceil(toks), a.m.div_ceil(toks)).powi(2) + ln(p.n, a.n).powi(2) + ln(k, a.k).powi(2)).sqrt(), a))
+            .filter(|(d, _)| *d <= TRANSFER_REACH)
+            .collect();
+        near.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let all = kernels::for_arch(arch).kernels;
+        let (at, choice) = near.iter().enumerate().find_map(|(i, (_, a))| {
+            let Choice::Run { kernel, split_k } = a.choice else { return None };
+            let c = all[kernel].config;
+            if p.m.div_ceil(c.tile_m) != a.m.div_ceil(c.tile_m) {
+                return None;
+            }
+            let ctas = |n: u32, s: u32| (n.div_ceil(c.tile_n) * s) as f64;
+            let want = ctas(a.n, split_k);
+            let split = splits(kernel).into_iter().min_by(|&x, &y| (ctas(p.n, x) / want).ln().abs().total_cmp(&(ctas(p.n, y) / want).ln().abs()).then(x.cmp(&y)))?;
+            Some((i, Choice::Run { kernel, split_k: split }))
+        })?;
+        // The choice comes from one of the agreeing anchors.
+        let wins = p.m <= TRANSFER_MAX_M && at < TRANSFER_AGREE && near.len() >= TRANSFER_AGREE && near[..TRANSFER_AGREE].iter().all(|(_, a)| a.speedup >= TRANSFER_MARGIN);
+        Some(Transfer { choice, wins })
     }
 
     /// The table's band for this problem's shape and token count, if it lists one.
@@ -627,6 +724,56 @@ mod tests {
         p.bias = 0;
         assert!(!Tuning::parse(Arch::Sm90, &model, "test").unwrap().lookup(&p).unwrap().measured);
         assert!(Tuning::parse(Arch::Gfx942, text, "x").is_err());
+    }
+
+    /// Transfer: the nearest anchor's kernel, at the split that gives the problem the
+    /// anchor's count of CTAs; a win only where the two nearest anchors both won by
+    /// the margin; never across a token-tile count, beyond reach, or from a table
+    /// without anchors (whose entries then only band).
+    #[test]
+    fn transfer_borrows_the_nearest_winner_at_its_count_of_ctas() {
+        let kernel = r#"{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true}"#;
+        let anchor = |n: u32, m: u32, split: u32, us: f64, vendor: f64| {
+            format!(r#"{{"dtype":"bf16","n":{n},"k":7168,"bias":false,"m_min":{m},"m_max":{m},"source":"measured","kernel":{kernel},"split_k":{split},"us":{us},"vendor_us":{vendor}}}"#)
+        };
+        let file = |anchors: &[String]| format!(r#"{{"schema":1,"arch":"sm90","entries":[],"anchors":[{}]}}"#, anchors.join(","));
+        let splits = |_| vec![1, 2, 3, 4, 6, 8];
+        let p = |m, n| Problem::packed(DType::Bf16, m, n, 7168, false);
+        // N = 1024 at split 4 is 64 CTAs: N = 2048 gets them at split 2.
+        let won = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 7.0)];
+        let t = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
+        let kernel = kernels::for_arch(Arch::Sm90).kernels.iter().position(|k| k.dtype == DType::Bf16 && k.config.tile_m == 8 && k.config.tile_n == 64 && k.config.tile_k == 128 && k.config.stages == 4 && !k.config.cluster).unwrap();
+        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true }));
+        // Within the kernel's token tile (M = 5: one 8-token tile, as at M = 1).
+        assert!(t.transfer(Arch::Sm90, &p(5, 1024), splits).is_some_and(|b| b.wins));
+        // Beyond TRANSFER_MAX_M a borrowed choice is no win.
+        let late = [anchor(1024, 64, 4, 5.0, 6.0), anchor(1536, 64, 3, 6.0, 7.0)];
+        let t_late = Tuning::parse(Arch::Sm90, &file(&late), "test").unwrap();
+        assert_eq!(t_late.transfer(Arch::Sm90, &p(64, 1024), splits).map(|b| b.wins), Some(false));
+        // Not where the token tiles double, nor beyond reach.
+        assert_eq!(t.transfer(Arch::Sm90, &p(12, 1024), splits), None);
+        assert_eq!(t.transfer(Arch::Sm90, &p(1, 8192), splits), None);
+        // One of the two nearest short of the margin: borrowed, but no win.
+        let one_short = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 6.3)];
+        let t = Tuning::parse(Arch::Sm90, &file(&one_short), "test").unwrap();
+        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        // A lone anchor is no agreement.
+        let t = Tuning::parse(Arch::Sm90, &file(&won[..1]), "test").unwrap();
+        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        // Entries are anchors only in a table that has anchors.
+        let entries = format!(r#"{{"schema":1,"arch":"sm90","entries":[{}]}}"#, won.join(","));
+        let t = Tuning::parse(Arch::Sm90, &entries, "test").unwrap();
+        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits), None);
+        // Anchors are not bands.
+        let t = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
+        assert_eq!(t.lookup(&p(1, 1024)), None);
+        // Only a dtype with anchors transfers (f16 here has entries alone).
+        let f16 = won.iter().map(|a| a.replace("bf16", "f16")).collect::<Vec<_>>().join(",");
+        let mixed = format!(r#"{{"schema":1,"arch":"sm90","entries":[{f16}],"anchors":[{}]}}"#, won[0]);
+        let t = Tuning::parse(Arch::Sm90, &mixed, "test").unwrap();
+        let f16_problem = Problem::packed(DType::F16, 1, 2048, 7168, false);
+        assert_eq!(t.transfer(Arch::Sm90, &f16_problem, splits), None);
+        assert!(t.transfer(Arch::Sm90, &p(1, 2048), splits).is_some());
     }
 
     /// A measured choice holds at the M it was measured at and wherever its kernel

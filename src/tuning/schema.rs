@@ -390,6 +390,13 @@ pub struct TuningFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner: Option<CostModel>,
     pub entries: Vec<Entry>,
+    /// Measured winners of shapes the entries do not list (each at the one M it was
+    /// measured at, `m_min` = `m_max`; the kernel even where the vendor won), with
+    /// the vendor's time: not bands, but what a shape no entry covers borrows its
+    /// choice from (`Tuning::transfer`). A dtype with anchors plans by transfer,
+    /// its entries' measured winners counted among them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anchors: Vec<Entry>,
 }
 
 /// The constants of the planner's cost model of one device (see
@@ -494,6 +501,7 @@ impl TuningFile {
             return Err(format!("a table for {} appended to one for {}", other.arch, self.arch));
         }
         self.entries.extend(other.entries);
+        self.anchors.extend(other.anchors);
         Ok(())
     }
 }
@@ -515,12 +523,12 @@ pub struct FallbackSet {
 }
 
 /// The (dtype, config) pairs an arch's binary must contain: every kernel a tuning
-/// entry names, plus the fallback set in both 16-bit dtypes; and every dense config
+/// entry or anchor names, plus the fallback set in both 16-bit dtypes; and every dense config
 /// of those (split-K and wgmma; the sparse family has no fp8 form yet) in the
 /// arch's fp8 type, where it has one. Sorted, deduplicated.
 pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) -> Vec<(DType, KernelConfig)> {
     let mut set: Vec<(DType, KernelConfig)> =
-        tuning.entries.iter().filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
+        tuning.entries.iter().chain(&tuning.anchors).filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
     for s in fallback.sets.iter().filter(|s| s.arch == arch) {
         for c in &s.configs {
             for d in DType::ALL {

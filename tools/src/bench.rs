@@ -195,7 +195,7 @@ pub enum Routing {
     /// As deployed: the tuning tables, then the planner; a shape either forwards
     /// counts as the vendor's time.
     Deployment,
-    /// The planner alone (every table without its entries, its planner constants
+    /// The planner alone (every table without its entries and anchors, its planner constants
     /// kept): the evidence that choices generalise.
     Planner,
 }

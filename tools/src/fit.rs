@@ -8,12 +8,14 @@
 //! robust loss (a few outliers must not move the rest), by Levenberg-Marquardt with
 //! bounds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use skinnylt::gpu::Arch;
-use skinnylt::route::Problem;
+use skinnylt::kernels;
+use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, token_tiles};
-use skinnylt::tuning::schema::{Calibration, CostModel, Family, KernelConfig, KindCost, TuningFile, VendorCost, target};
+use skinnylt::tuning::{Choice, Tuning};
+use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
 
@@ -28,7 +30,8 @@ pub struct Args {
     /// Compute units of the device measured (default: the arch's common part).
     #[arg(long)]
     pub units: Option<u32>,
-    /// The tuning table whose `planner` section is written (its entries are kept).
+    /// The tuning table whose `planner` and `anchors` sections are written (its
+    /// entries are kept).
     #[arg(long)]
     pub out: String,
     /// Run on an unlisted shape only where the predicted win clears this factor
@@ -113,6 +116,8 @@ fn fit(a: &Args) -> Result<(), String> {
         cross_validate(a.cross_validate, arch, a.margin, &dev, &samples, &vendor);
     }
     file.planner = Some(model);
+    file.anchors = anchors(&measured, &file);
+    println!("{} anchors (measured winners of shapes the entries do not list)", file.anchors.len());
     let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
     std::fs::write(&a.out, text + "\n").map_err(|e| format!("{}: {e}", a.out))?;
     println!("planner constants written to {}", a.out);
@@ -173,6 +178,41 @@ fn problems<'a>(samples: &'a [Sample], vendor: &[VendorSample]) -> Vec<Measured<
         by.entry(key(&s.p)).or_default().push(s);
     }
     vendor.iter().filter_map(|(p, v)| Some(Measured { candidates: by.remove(&key(p))?, vendor_us: *v, p: *p })).collect()
+}
+
+/// The measured problems' winners as anchors (`TuningFile::anchors`), for the
+/// shapes the table's entries do not list: each at its M, its fastest candidate
+/// even where the vendor won, with both times; bf16 ones mirrored to f16 as the
+/// tuner mirrors entries.
+fn anchors(measured: &[Measured], file: &TuningFile) -> Vec<Entry> {
+    let listed: HashSet<(DType, u32, u32, bool)> = file.entries.iter().map(|e| (e.dtype, e.n, e.k, e.bias)).collect();
+    let mut out = Vec::new();
+    for pr in measured {
+        let p = &pr.p;
+        if listed.contains(&(p.dtype, p.n, p.k, p.has_bias())) {
+            continue;
+        }
+        let Some(best) = pr.candidates.iter().min_by(|a, b| a.us.total_cmp(&b.us)) else { continue };
+        let e = Entry {
+            dtype: p.dtype,
+            n: p.n,
+            k: p.k,
+            bias: p.has_bias(),
+            m_min: p.m,
+            m_max: p.m,
+            kernel: Some(best.c),
+            split_k: best.split,
+            source: "measured".into(),
+            us: Some(crate::tune::hundredths(best.us)),
+            vendor_us: Some(crate::tune::hundredths(pr.vendor_us)),
+        };
+        if p.dtype == DType::Bf16 {
+            out.push(Entry { dtype: DType::F16, source: "measured (bf16)".into(), ..e.clone() });
+        }
+        out.push(e);
+    }
+    out.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
+    out
 }
 
 /// How a model's picks fare on measured problems: the pick among the measured
@@ -255,6 +295,49 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, dev: &Device, samples: 
     }
     calibrated.print(&format!("{folds}-fold, shapes left out, calibrated"));
     plain.print(&format!("{folds}-fold, shapes left out, uncalibrated"));
+    transfer_scores(folds, arch, &all, fold_of);
+}
+
+/// Transfer (`Tuning::transfer`) scored the same way: each fold's problems borrow
+/// from the winners of the other folds' shapes as anchors, at the split nearest in
+/// CTAs among those measured for the borrowed kernel there; standalone (always the
+/// borrowed choice) and deployed (the borrowed choice where it wins, else the
+/// vendor's time).
+fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize) {
+    let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![] };
+    let (mut alone, mut deployed, mut runs) = (Vec::new(), Vec::new(), 0);
+    for f in 0..folds {
+        let train: Vec<Measured> = all.iter().filter(|pr| fold_of(&pr.p) != f).map(|pr| Measured { candidates: pr.candidates.clone(), ..*pr }).collect();
+        let file = TuningFile { anchors: anchors(&train, &empty), ..empty.clone() };
+        let Ok(table) = Tuning::parse(arch, &serde_json::to_string(&file).expect("a table serialises"), "cross-validation") else { continue };
+        let catalog = kernels::for_arch(arch).kernels;
+        for pr in all.iter().filter(|pr| fold_of(&pr.p) == f) {
+            // The splits measured for each kernel on this problem.
+            let measured = |kernel: usize| {
+                let mut v: Vec<u32> = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config).map(|c| c.split).collect();
+                v.sort();
+                v.dedup();
+                v
+            };
+            let Some(t) = table.transfer(arch, &pr.p, measured) else { continue };
+            let Choice::Run { kernel, split_k } = t.choice else { continue };
+            let Some(us) = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min) else { continue };
+            runs += usize::from(t.wins);
+            alone.push(pr.vendor_us / us);
+            deployed.push(if t.wins { pr.vendor_us / us } else { 1.0 });
+        }
+    }
+    let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
+    println!(
+        "{folds}-fold, shapes left out, transfer on {} of {} problems: standalone {:.3} (min {:.2}); deployed {:.3} (min {:.2}, {} below 0.97, {runs} run)",
+        alone.len(),
+        all.len(),
+        geo(&alone),
+        alone.iter().copied().fold(f64::INFINITY, f64::min),
+        geo(&deployed),
+        deployed.iter().copied().fold(f64::INFINITY, f64::min),
+        deployed.iter().filter(|&&d| d < 0.97).count()
+    );
 }
 
 /// The hardware numbers the fit does not change: what one compute unit holds.

@@ -47,7 +47,7 @@ pub fn use_tables_without_entries(keep_planner: bool) {
 }
 
 /// Writes into `dir` every table a device may read, as shipped but without entries
-/// (and without planner constants unless `keep_planner`).
+/// or anchors (and without planner constants unless `keep_planner`).
 fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool) {
     use skinnylt::tuning::{self, schema::TuningFile};
     for arch in skinnylt::gpu::Arch::ALL {
@@ -62,6 +62,7 @@ fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool) {
                 let mut file: TuningFile =
                     serde_json::from_str(text).expect("the embedded tables parse");
                 file.entries.clear();
+                file.anchors.clear();
                 if !keep_planner {
                     file.planner = None;
                 }
@@ -77,7 +78,7 @@ mod tests {
     use super::*;
     use skinnylt::{gpu::Arch, tuning};
 
-    /// Every table name a device may read is written, parses, has no entries, and
+    /// Every table name a device may read is written, parses, has no entries or anchors, and
     /// keeps its planner constants exactly when asked to.
     #[test]
     fn tables_without_entries_keep_the_planner_when_asked() {
@@ -99,6 +100,8 @@ mod tests {
                         let text = std::fs::read_to_string(dir.join(&name)).unwrap();
                         let t = tuning::Tuning::parse(arch, &text, &name).unwrap();
                         assert_eq!((t.entries, t.planner.is_some()), (0, keep), "{name}");
+                        let file: tuning::schema::TuningFile = serde_json::from_str(&text).unwrap();
+                        assert!(file.anchors.is_empty(), "{name}");
                     }
                 }
             }

@@ -149,6 +149,7 @@ fn resume(out: &str, dev: &Device) -> Result<TuningFile, String> {
             provenance: Provenance::default(),
             planner: shipped_planner(arch, Some(&dev.info.name)),
             entries: vec![],
+            anchors: vec![],
         });
     // Resuming another arch's file would skip its shapes and mix the two.
     if file.arch != arch.name() {
@@ -214,7 +215,7 @@ fn shape_entry(dtype: DType, sh: &Shape, m_max: u32, source: String) -> Entry {
 }
 
 /// A time as the file keeps it: µs, two decimals.
-fn hundredths(us: f64) -> f64 {
+pub(crate) fn hundredths(us: f64) -> f64 {
     (us * 100.0).round() / 100.0
 }
 
@@ -609,6 +610,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
             ),
         ),
         entries,
+        anchors: vec![],
     };
     let out = out_path(a, arch, None, true);
     write_file(&out, &file)?;
