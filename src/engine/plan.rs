@@ -237,7 +237,7 @@ mod tests {
             format!(r#"{{"dtype":"bf16","n":{n},"k":7168,"bias":false,"m_min":1,"m_max":1,"source":"measured","kernel":{kernel},"split_k":{split},"us":{us},"vendor_us":{vendor}}}"#)
         };
         let table = |v2: f64| {
-            let text = format!(r#"{{"schema":1,"arch":"sm90","entries":[],"anchors":[{},{}]}}"#, anchor(1024, 4, 5.0, 6.0), anchor(1536, 3, 6.0, v2));
+            let text = format!(r#"{{"schema":1,"arch":"sm90","entries":[],"anchors":[{},{},{}]}}"#, anchor(1024, 4, 5.0, 6.0), anchor(1536, 3, 6.0, v2), anchor(768, 5, 5.0, 6.5));
             Tuning::parse(Arch::Sm90, &text, "test").unwrap()
         };
         let p = Problem::packed(DType::Bf16, 1, 2048, 7168, false);

@@ -86,7 +86,12 @@ fn read(files: &[String]) -> Result<(Vec<Sample>, Vec<VendorSample>), String> {
 
 fn fit(a: &Args) -> Result<(), String> {
     let arch = Arch::from_name(&a.arch).ok_or_else(|| format!("unknown arch {}", a.arch))?;
-    let (samples, vendor) = read(&a.files)?;
+    let (every_sample, every_vendor) = read(&a.files)?;
+    // The planner is fitted to 16-bit measurements (fp8 kernels are their 16-bit
+    // twins on half the bytes and plan with their calibration: docs/design.md,
+    // section 3.5); every dtype's winners become anchors.
+    let samples: Vec<Sample> = every_sample.iter().filter(|s| !s.p.dtype.is_fp8()).cloned().collect();
+    let vendor: Vec<VendorSample> = every_vendor.iter().filter(|(p, _)| !p.dtype.is_fp8()).copied().collect();
     if samples.is_empty() || vendor.is_empty() {
         return Err("no candidate or no vendor measurements in the files".into());
     }
@@ -114,9 +119,16 @@ fn fit(a: &Args) -> Result<(), String> {
     println!("vendor model: median error {:.1} %", (verr[verr.len() / 2].exp() - 1.0) * 100.0);
     if a.cross_validate > 1 {
         cross_validate(a.cross_validate, arch, a.margin, &dev, &samples, &vendor);
+        let fp8_samples: Vec<Sample> = every_sample.iter().filter(|s| s.p.dtype.is_fp8()).cloned().collect();
+        let fp8 = problems(&fp8_samples, &every_vendor);
+        if !fp8.is_empty() {
+            let shapes = shape_list(&fp8.iter().map(|pr| pr.p).collect::<Vec<_>>());
+            println!("fp8:");
+            transfer_scores(a.cross_validate, arch, &fp8, |p| fold_of(&shapes, a.cross_validate, p));
+        }
     }
     file.planner = Some(model);
-    file.anchors = anchors(&measured, &file);
+    file.anchors = anchors(&problems(&every_sample, &every_vendor), &file);
     println!("{} anchors (measured winners of shapes the entries do not list)", file.anchors.len());
     let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
     std::fs::write(&a.out, text + "\n").map_err(|e| format!("{}: {e}", a.out))?;
@@ -172,8 +184,8 @@ struct Measured<'a> {
 }
 
 fn problems<'a>(samples: &'a [Sample], vendor: &[VendorSample]) -> Vec<Measured<'a>> {
-    let key = |p: &Problem| (p.m, p.n, p.k, p.has_bias());
-    let mut by: HashMap<(u32, u32, u32, bool), Vec<&Sample>> = HashMap::new();
+    let key = |p: &Problem| (p.dtype, p.m, p.n, p.k, p.has_bias());
+    let mut by: HashMap<(DType, u32, u32, u32, bool), Vec<&Sample>> = HashMap::new();
     for s in samples {
         by.entry(key(&s.p)).or_default().push(s);
     }
@@ -268,12 +280,22 @@ impl Scores {
 /// each group's problems are scored by a model fitted (constants, calibration,
 /// vendor) without any of that group's measurements: how the planner does on
 /// shapes it has never seen.
-fn cross_validate(folds: usize, arch: Arch, margin: f64, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) {
-    let shape = |p: &Problem| (p.n, p.k, p.has_bias());
-    let mut shapes: Vec<_> = vendor.iter().map(|(p, _)| shape(p)).collect();
+/// The distinct (N, K, bias) shapes of `problems`, sorted: what folds are made of.
+fn shape_list(problems: &[Problem]) -> Vec<(u32, u32, bool)> {
+    let mut shapes: Vec<_> = problems.iter().map(|p| (p.n, p.k, p.has_bias())).collect();
     shapes.sort();
     shapes.dedup();
-    let fold_of = |p: &Problem| shapes.iter().position(|s| *s == shape(p)).unwrap_or(0) % folds;
+    shapes
+}
+
+/// The fold of `p`'s shape among `shapes`.
+fn fold_of(shapes: &[(u32, u32, bool)], folds: usize, p: &Problem) -> usize {
+    shapes.iter().position(|s| *s == (p.n, p.k, p.has_bias())).unwrap_or(0) % folds
+}
+
+fn cross_validate(folds: usize, arch: Arch, margin: f64, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) {
+    let shapes = shape_list(&vendor.iter().map(|(p, _)| *p).collect::<Vec<_>>());
+    let fold_of = |p: &Problem| fold_of(&shapes, folds, p);
     let fitted: Vec<CostModel> = std::thread::scope(|scope| {
         let jobs: Vec<_> = (0..folds)
             .map(|f| {
