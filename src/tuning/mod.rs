@@ -349,7 +349,10 @@ impl Tuning {
         // measured winners counted among the anchors (a table's entries alone, the
         // public grid's 27 shapes, are too sparse to borrow from: in fp8 on the H100
         // they ran held-out shapes down to 0.92x).
-        let transfers = |d: DType| file.anchors.iter().any(|a| a.dtype == d);
+        let mut anchor_dtypes: Vec<DType> = file.anchors.iter().map(|a| a.dtype).collect();
+        anchor_dtypes.sort();
+        anchor_dtypes.dedup();
+        let transfers = |d: DType| anchor_dtypes.contains(&d);
         for (e, is_anchor) in file.entries.iter().map(|e| (e, false)).chain(file.anchors.iter().map(|e| (e, true))) {
             let choice = match &e.kernel {
                 None => Choice::Forward,
