@@ -438,7 +438,7 @@ impl Tuning {
             if p.m.div_ceil(c.tile_m) != a.m.div_ceil(c.tile_m) {
                 return None;
             }
-            let ctas = |n: u32, s: u32| (n.div_ceil(c.tile_n) * s) as f64;
+            let ctas = |n: u32, s: u32| n.div_ceil(c.tile_n) as f64 * s as f64;
             let want = ctas(a.n, split_k);
             let split = splits(kernel).into_iter().min_by(|&x, &y| (ctas(p.n, x) / want).ln().abs().total_cmp(&(ctas(p.n, y) / want).ln().abs()).then(x.cmp(&y)))?;
             Some((i, Choice::Run { kernel, split_k: split }))
