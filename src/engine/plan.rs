@@ -72,7 +72,7 @@ pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_
     }
     let all = kernels::for_arch(t.arch).kernels;
     let kept_splits = |kernel: usize| {
-        let mut v: Vec<u32> = planner::splits(&all[kernel].config, p).filter_map(|s| Some(plan(t, Choice::Run { kernel, split_k: s }, p).ok()?.split_k)).collect();
+        let mut v: Vec<u32> = planner::splits(&all[kernel].config, p).filter_map(|s| kept_split(t, kernel, s, p)).collect();
         v.dedup();
         v
     };
@@ -129,10 +129,16 @@ pub fn planned(model: &CostModel, t: &Target, p: &Problem) -> Option<(Choice, f6
     let dev = planner::Device { units: t.units, facts };
     let all = kernels::for_arch(t.arch).kernels;
     let catalog = all.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config));
-    let cap = |kernel, s| plan(t, Choice::Run { kernel, split_k: s }, p).map_or(s, |pl| pl.split_k);
+    let cap = |kernel, s| kept_split(t, kernel, s, p).unwrap_or(s);
     let (choice, _) = planner::best(model, &dev, catalog, p, cap)?;
     let Choice::Run { kernel, split_k } = choice else { return None };
     Some((choice, model.predict_high(&dev, &all[kernel].config, split_k, p)?))
+}
+
+/// The split the launch plan keeps when `kernel` is asked to run `p` at split `s`
+/// (capped by partials capacity, clusters, counters); `None` where it cannot run.
+fn kept_split(t: &Target, kernel: usize, s: u32, p: &Problem) -> Option<u32> {
+    plan(t, Choice::Run { kernel, split_k: s }, p).ok().map(|pl| pl.split_k)
 }
 
 /// The geometry of running `choice` for `p` on `t`.
