@@ -92,9 +92,9 @@ pub struct Anchor {
 /// anchors within `TRANSFER_REACH` must all have beaten the vendor by
 /// `TRANSFER_MARGIN` for a borrowed choice to run where a vendor library could
 /// take the call. Chosen by leaving whole shapes out of the H100's measurements
-/// (tuning/README.md): one neighbour's word ran 9 of 460 16-bit problems below
-/// 0.97x of cuBLASLt; two neighbours' agreement at 1.1 ran 2 (and 3 of 172 in
-/// fp8, down to 0.83x); three at 1.15 ran 1 in each, none below 0.94x.
+/// (tuning/README.md): of 775 16-bit problems, one neighbour's word at 1.15 ran
+/// 14 below 0.97x of cuBLASLt, two neighbours at 1.1 ran 5, three at 1.05 ran 16;
+/// three at 1.15 ran 3 (and 2 of 168 in fp8), none of the mid and large shapes.
 pub const TRANSFER_MARGIN: f64 = 1.15;
 pub const TRANSFER_AGREE: usize = 3;
 /// The most tokens a borrowed choice runs at with a vendor library present: beyond
