@@ -107,6 +107,19 @@ pub const TRANSFER_MAX_M: u32 = 32;
 /// (1.0: a factor of e in one of them).
 pub const TRANSFER_REACH: f64 = 1.0;
 
+/// When a borrowed choice runs with a vendor library present: the `agree` nearest
+/// anchors all beat the vendor by `margin`, the choice comes from one of them, and
+/// M is at most `max_m`. One value ships (`TRANSFER_RULE`); `fit --cross-validate`
+/// scores others beside it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransferRule {
+    pub agree: usize,
+    pub margin: f64,
+    pub max_m: u32,
+}
+
+pub const TRANSFER_RULE: TransferRule = TransferRule { agree: TRANSFER_AGREE, margin: TRANSFER_MARGIN, max_m: TRANSFER_MAX_M };
+
 /// A choice borrowed from the nearest anchor (`Tuning::transfer`), and whether the
 /// anchors near it won by the transfer margin.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -420,6 +433,11 @@ impl Tuning {
     /// `TRANSFER_MAX_M` tokens. `None` without anchors near enough. Off the hot path:
     /// plans are memoised per problem.
     pub fn transfer(&self, arch: Arch, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
+        self.transfer_by(TRANSFER_RULE, arch, p, splits)
+    }
+
+    /// `transfer` judged by another rule (`fit --cross-validate` compares rules).
+    pub fn transfer_by(&self, rule: TransferRule, arch: Arch, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
         let k = p.k * p.dtype.per_unit();
         let toks = schema::target(arch.name()).map_or(8, |f| f.atom_toks);
         let ln = |a: u32, b: u32| (a as f64 / b as f64).ln();
@@ -444,7 +462,7 @@ impl Tuning {
             Some((i, Choice::Run { kernel, split_k: split }))
         })?;
         // The choice comes from one of the agreeing anchors.
-        let wins = p.m <= TRANSFER_MAX_M && at < TRANSFER_AGREE && near.len() >= TRANSFER_AGREE && near[..TRANSFER_AGREE].iter().all(|(_, a)| a.speedup >= TRANSFER_MARGIN);
+        let wins = p.m <= rule.max_m && at < rule.agree && near.len() >= rule.agree && near[..rule.agree].iter().all(|(_, a)| a.speedup >= rule.margin);
         Some(Transfer { choice, wins })
     }
 
@@ -761,6 +779,13 @@ mod tests {
         let one_short = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 6.3), anchor(768, 1, 5, 5.0, 6.5)];
         let t = Tuning::parse(Arch::Sm90, &file(&one_short), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        // Another rule judges the same anchors by its own count and margin: the
+        // same borrowed choice, a different verdict.
+        let looser = TransferRule { margin: 1.04, ..TRANSFER_RULE };
+        assert_eq!(t.transfer_by(looser, Arch::Sm90, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true }));
+        let stricter = TransferRule { margin: 1.25, ..TRANSFER_RULE };
+        let t_won = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
+        assert_eq!(t_won.transfer_by(stricter, Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
         // Fewer anchors than TRANSFER_AGREE are no agreement.
         let t = Tuning::parse(Arch::Sm90, &file(&won[..TRANSFER_AGREE - 1]), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));

@@ -14,7 +14,7 @@ use skinnylt::gpu::Arch;
 use skinnylt::kernels;
 use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, token_tiles};
-use skinnylt::tuning::{Choice, Tuning};
+use skinnylt::tuning::{Choice, TRANSFER_RULE, TransferRule, Tuning};
 use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
@@ -323,11 +323,24 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, dev: &Device, samples: 
 /// Transfer (`Tuning::transfer`) scored the same way: each fold's problems borrow
 /// from the winners of the other folds' shapes as anchors, at the split nearest in
 /// CTAs among those measured for the borrowed kernel there; standalone (always the
-/// borrowed choice) and deployed (the borrowed choice where it wins, else the
-/// vendor's time).
+/// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
+/// else the vendor's time), for the shipped rule and looser and stricter ones.
 fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize) {
+    const RULES: [TransferRule; 6] = [
+        TransferRule { agree: 1, ..TRANSFER_RULE },
+        TransferRule { agree: 2, margin: 1.1, ..TRANSFER_RULE },
+        TransferRule { margin: 1.05, ..TRANSFER_RULE },
+        TransferRule { margin: 1.1, ..TRANSFER_RULE },
+        TRANSFER_RULE,
+        TransferRule { agree: 5, margin: 1.08, ..TRANSFER_RULE },
+    ];
+    // Problems cuBLASLt takes this long on stream enough bytes that a borrowed
+    // kernel's win is a few percent at most.
+    const LONG_US: f64 = 10.0;
     let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![] };
-    let (mut alone, mut deployed, mut runs) = (Vec::new(), Vec::new(), 0);
+    // Per scored problem: the vendor's time, the borrowed choice's speedup, and
+    // whether each rule runs it.
+    let mut scored: Vec<(f64, f64, [bool; RULES.len()])> = Vec::new();
     for f in 0..folds {
         let train: Vec<Measured> = all.iter().filter(|pr| fold_of(&pr.p) != f).map(|pr| Measured { candidates: pr.candidates.clone(), ..*pr }).collect();
         let file = TuningFile { anchors: anchors(&train, &empty), ..empty.clone() };
@@ -344,22 +357,32 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             let Some(t) = table.transfer(arch, &pr.p, measured) else { continue };
             let Choice::Run { kernel, split_k } = t.choice else { continue };
             let Some(us) = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min) else { continue };
-            runs += usize::from(t.wins);
-            alone.push(pr.vendor_us / us);
-            deployed.push(if t.wins { pr.vendor_us / us } else { 1.0 });
+            let runs = RULES.map(|rule| table.transfer_by(rule, arch, &pr.p, measured).is_some_and(|t| t.wins));
+            scored.push((pr.vendor_us, pr.vendor_us / us, runs));
         }
     }
     let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
-    println!(
-        "{folds}-fold, shapes left out, transfer on {} of {} problems: standalone {:.3} (min {:.2}); deployed {:.3} (min {:.2}, {} below 0.97, {runs} run)",
-        alone.len(),
-        all.len(),
-        geo(&alone),
-        alone.iter().copied().fold(f64::INFINITY, f64::min),
-        geo(&deployed),
-        deployed.iter().copied().fold(f64::INFINITY, f64::min),
-        deployed.iter().filter(|&&d| d < 0.97).count()
-    );
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let below = |v: &[f64]| v.iter().filter(|&&d| d < 0.97).count();
+    let alone: Vec<f64> = scored.iter().map(|s| s.1).collect();
+    println!("{folds}-fold, shapes left out, transfer on {} of {} problems: standalone {:.3} (min {:.2}); deployed:", scored.len(), all.len(), geo(&alone), min(&alone));
+    for (i, rule) in RULES.iter().enumerate() {
+        let deployed = |long: bool| -> Vec<f64> { scored.iter().filter(|s| !long || s.0 >= LONG_US).map(|s| if s.2[i] { s.1 } else { 1.0 }).collect() };
+        let (d, l) = (deployed(false), deployed(true));
+        println!(
+            "  {} at {:.2}x, M <= {}{}: {:.3} (min {:.2}, {} below 0.97, {} run); where the vendor takes >= {LONG_US} us: {:.3} ({} below)",
+            rule.agree,
+            rule.margin,
+            rule.max_m,
+            if *rule == TRANSFER_RULE { " (shipped)" } else { "" },
+            geo(&d),
+            min(&d),
+            below(&d),
+            scored.iter().filter(|s| s.2[i]).count(),
+            geo(&l),
+            below(&l)
+        );
+    }
 }
 
 /// The hardware numbers the fit does not change: what one compute unit holds.
