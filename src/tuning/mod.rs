@@ -408,6 +408,12 @@ impl Tuning {
         t
     }
 
+    /// The measured winners transfer borrows from (the file's anchors and, in a
+    /// table that has anchors, its entries' measured winners).
+    pub fn anchors(&self) -> &[Anchor] {
+        &self.anchors
+    }
+
     /// Whether every entry was measured on the device (none predicted by a model).
     pub fn measured(&self) -> bool {
         self.by_shape.values().flatten().all(|b| b.measured)

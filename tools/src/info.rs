@@ -57,6 +57,31 @@ pub fn run() -> i32 {
     0
 }
 
+/// What a table's anchors add to its routing (`Tuning::transfer`): nothing without
+/// anchors.
+fn transfer(t: &skinnylt::tuning::Tuning) -> String {
+    use skinnylt::tuning::TRANSFER_RULE as rule;
+    if t.anchors().is_empty() {
+        return String::new();
+    }
+    let mut per_dtype: Vec<(&str, usize)> = Vec::new();
+    for a in t.anchors() {
+        match per_dtype.iter_mut().find(|(d, _)| *d == a.dtype.name()) {
+            Some((_, n)) => *n += 1,
+            None => per_dtype.push((a.dtype.name(), 1)),
+        }
+    }
+    let counts: Vec<String> = per_dtype.iter().map(|(d, n)| format!("{d} {n}")).collect();
+    format!(
+        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs, and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x and M <= {}, else the planner decides; ",
+        t.anchors().len(),
+        counts.join(", "),
+        rule.agree,
+        rule.margin,
+        rule.max_m
+    )
+}
+
 /// How each arch's shipped table routes: measured entries or a model's, and the
 /// planner that decides for every shape or token count the table does not hold at.
 fn routing() {
@@ -78,6 +103,25 @@ fn routing() {
             ),
             None => "no planner constants: with a real hipBLASLt unlisted shapes are forwarded".to_owned(),
         };
-        println!("  {:<7} {} entries, {entries}; {planner}", arch.name(), t.entries);
+        println!("  {:<7} {} entries, {entries}; {}{planner}", arch.name(), t.entries, transfer(&t));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skinnylt::gpu::Arch;
+    use skinnylt::tuning::{Tuning, embedded};
+
+    /// The H100's table says how it transfers, with its anchors counted per dtype;
+    /// the model-only AMD tables, which have none, say nothing of it.
+    #[test]
+    fn routing_names_transfer_only_where_a_table_has_anchors() {
+        let sm90 = Tuning::parse(Arch::Sm90, embedded(Arch::Sm90), "embedded").unwrap();
+        let said = transfer(&sm90);
+        assert!(said.starts_with(&format!("{} anchors", sm90.anchors().len())), "{said}");
+        assert!(said.contains("bf16 ") && said.contains("e4m3 "), "{said}");
+        let gfx942 = Tuning::parse(Arch::Gfx942, embedded(Arch::Gfx942), "embedded").unwrap();
+        assert_eq!(transfer(&gfx942), "");
     }
 }
