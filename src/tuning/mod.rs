@@ -94,7 +94,7 @@ pub struct Anchor {
 /// take the call. Chosen by leaving whole shapes out of the H100's measurements
 /// (tuning/README.md): of 775 16-bit problems, one neighbour's word at 1.15 ran
 /// 14 below 0.97x of cuBLASLt, two neighbours at 1.1 ran 5, three at 1.05 ran 16;
-/// three at 1.15 ran 3 (and 2 of 168 in fp8), none of the mid and large shapes.
+/// three at 1.15 ran 3 (and 2 of 168 in fp8), none where the vendor takes >= 10 µs.
 pub const TRANSFER_MARGIN: f64 = 1.15;
 pub const TRANSFER_AGREE: usize = 3;
 /// The most tokens a borrowed choice runs at with a vendor library present: beyond
