@@ -235,12 +235,21 @@ struct Scores {
     regret: Vec<f64>,
     alone: Vec<f64>,
     deployed: Vec<f64>,
+    /// The problems deployed below 0.97x, with that speedup and the vendor's time.
+    losses: Vec<(Problem, f64, f64)>,
     margin: f64,
+}
+
+/// One line per problem a routing ran below 0.97x of the vendor: where to look first.
+fn print_losses(losses: &[(Problem, f64, f64)]) {
+    for (p, speedup, vendor_us) in losses {
+        println!("    below 0.97: M = {}, N = {}, K = {}{}, {:?}: {speedup:.2}x (vendor {vendor_us:.2} us)", p.m, p.n, p.k, if p.has_bias() { ", bias" } else { "" }, p.dtype);
+    }
 }
 
 impl Scores {
     fn of<'a: 'b, 'b>(model: &CostModel, dev: &Device, problems: impl IntoIterator<Item = &'b Measured<'a>>) -> Scores {
-        let mut s = Scores { regret: Vec::new(), alone: Vec::new(), deployed: Vec::new(), margin: model.margin };
+        let mut s = Scores { regret: Vec::new(), alone: Vec::new(), deployed: Vec::new(), losses: Vec::new(), margin: model.margin };
         s.add(model, dev, problems);
         s
     }
@@ -253,7 +262,11 @@ impl Scores {
             let best = pr.candidates.iter().map(|c| c.us).fold(f64::INFINITY, f64::min);
             self.regret.push(us / best);
             self.alone.push(pr.vendor_us / us);
-            self.deployed.push(if model.vendor_us(&pr.p) >= model.margin * us_high { pr.vendor_us / us } else { 1.0 });
+            let deployed = if model.vendor_us(&pr.p) >= model.margin * us_high { pr.vendor_us / us } else { 1.0 };
+            if deployed < 0.97 {
+                self.losses.push((pr.p, deployed, pr.vendor_us));
+            }
+            self.deployed.push(deployed);
         }
     }
 
@@ -273,6 +286,7 @@ impl Scores {
             self.deployed.iter().filter(|&&d| d < 0.97).count(),
             self.deployed.len()
         );
+        print_losses(&self.losses);
     }
 }
 
@@ -341,6 +355,8 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
     // Per scored problem: the vendor's time, the borrowed choice's speedup, and
     // whether each rule runs it.
     let mut scored: Vec<(f64, f64, [bool; RULES.len()])> = Vec::new();
+    // The shipped rule's problems below 0.97x.
+    let mut losses = Vec::new();
     for f in 0..folds {
         let train: Vec<Measured> = all.iter().filter(|pr| fold_of(&pr.p) != f).map(|pr| Measured { candidates: pr.candidates.clone(), ..*pr }).collect();
         let file = TuningFile { anchors: anchors(&train, &empty), ..empty.clone() };
@@ -358,6 +374,9 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             let Choice::Run { kernel, split_k } = t.choice else { continue };
             let Some(us) = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min) else { continue };
             let runs = RULES.map(|rule| table.transfer_by(rule, arch, &pr.p, measured).is_some_and(|t| t.wins));
+            if t.wins && pr.vendor_us / us < 0.97 {
+                losses.push((pr.p, pr.vendor_us / us, pr.vendor_us));
+            }
             scored.push((pr.vendor_us, pr.vendor_us / us, runs));
         }
     }
@@ -382,6 +401,9 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             geo(&l),
             below(&l)
         );
+        if *rule == TRANSFER_RULE {
+            print_losses(&losses);
+        }
     }
 }
 
