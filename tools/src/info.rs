@@ -64,14 +64,12 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
     if t.anchors().is_empty() {
         return String::new();
     }
-    let mut per_dtype: Vec<(&str, usize)> = Vec::new();
-    for a in t.anchors() {
-        match per_dtype.iter_mut().find(|(d, _)| *d == a.dtype.name()) {
-            Some((_, n)) => *n += 1,
-            None => per_dtype.push((a.dtype.name(), 1)),
-        }
-    }
-    let counts: Vec<String> = per_dtype.iter().map(|(d, n)| format!("{d} {n}")).collect();
+    let counts: Vec<String> = skinnylt::tuning::schema::DType::EVERY
+        .iter()
+        .map(|&d| (d, t.anchors().iter().filter(|a| a.dtype == d).count()))
+        .filter(|&(_, n)| n > 0)
+        .map(|(d, n)| format!("{} {n}", d.name()))
+        .collect();
     format!(
         "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs, and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x and M <= {}, else the planner decides; ",
         t.anchors().len(),
