@@ -278,9 +278,10 @@ fn target_checks(t: &TargetFacts) -> String {
         ("DenseAtom::ROWS", dense.0.to_string()),
         ("DenseAtom::TOKS", dense.1.to_string()),
         ("DenseAtom::K", dense.2.to_string()),
-        ("VdAtom::ROWS", vd.0.to_string()),
-        ("VdAtom::TOKS", vd.1.to_string()),
-        ("VdAtom::K", vd.2.to_string()),
+        ("VdAtom<false>::ROWS", vd.0.to_string()),
+        ("VdAtom<false>::TOKS", vd.1.to_string()),
+        ("VdAtom<false>::K", vd.2.to_string()),
+        ("VD_HAS_FP8", t.vd_fp8.to_string()),
     ];
     let mut s = format!("// The target facts: the prelude as src/tuning/schema.rs describes {}.\n", t.name);
     for (c, v) in facts {

@@ -1,7 +1,8 @@
 // Self-checks of the emulator, independent of the GEMM kernels:
 //  1. each emulated matrix instruction against a direct matrix product, with the
 //     operands packed by an independent transcription of the documented layouts,
-//     and one-hot probes of every lane and register of A, B and C/D;
+//     and one-hot probes of every lane and register of A, B and C/D; the sparse
+//     ones' one-hot pairing against what was observed on hardware;
 //  2. that those checks fail under each deliberate breakage (Mutation);
 //  3. the host prelude (target_host.h) against the real AMD prelude
 //     (target_amdgcn.h) compiled for gfx942/gfx950 to LLVM IR (emu/probe/);
@@ -270,6 +271,93 @@ void run_fp8_decode_selftests(Report& rep) {
   }
 }
 
+// The sparse instructions' pairing, one-hot, against what was observed on hardware
+// rather than against the logical layout isa.cpp is written from. A's kept slot a
+// (0 .. S-1, S kept elements per lane) of lane group ag, under the {0,1} (even) or
+// {2,3} (odd) index in every nibble, multiplies B's slot b of lane group bg:
+//  * gfx942 (the CDNA3 matrix instruction calculator) and the gfx950 "map 1"
+//    hypothesis: bg = ag, b = 4(a/2) + a%2 (+2 odd);
+//  * gfx950 (map 0; the one-hot probes on MI350 published in github.com/efric/
+//    hip-matmul, GFX950_SMFMAC_16x16x64.md, for 16x16x64 f16 and 16x16x128 fp8):
+//    bg = 2(ag%2) + a/(S/2), b = S(ag/2) + 4((a%(S/2))/2) + a%2 (+2 odd).
+// B holds a distinct value per (lane group, slot), the same in every column, A a
+// single 1.0, so row l_a%16 of D names the B slot paired with A's slot. Returns ""
+// when every slot pairs as the relation `probe_map` (0 or 1) says.
+std::string smfmac_pairing(int k, int dt, int bmap, int probe_map) {
+  const int eb = elem_bytes(dt), per = 4 / eb, bits = 8 * eb;
+  const int na = k * eb / 32, nb = 2 * na, S = na * per, P = nb * per;
+  const bool gfx950 = k * eb == 128;
+  auto bval = [&](int bg, int e) {
+    const int id = bg * P + e;  // < 128
+    if (!is_fp8(dt)) return id + 1.0;
+    return fp8_to_double(dt, (uint8_t)(id < 100 ? 1 + id : 0x81 + (id - 100)));  // distinct, finite
+  };
+  auto set = [&](uint32_t* regs, int nv, int l, int e, uint32_t v) {
+    uint32_t& w = regs[l * nv + e / per];
+    const int sh = bits * (e % per);
+    const uint32_t mask = eb == 1 ? 0xffu : 0xffffu;
+    w = (w & ~(mask << sh)) | ((v & mask) << sh);
+  };
+  for (int odd = 0; odd < 2; ++odd)
+    for (int ag = 0; ag < 4; ++ag)
+      for (int a = 0; a < S; ++a) {
+        uint32_t ra[64 * 4] = {0}, rb[64 * 8] = {0}, idx[64];
+        float rc[64 * 4] = {0}, rd[64 * 4];
+        for (int l = 0; l < 64; ++l) {
+          idx[l] = 0;
+          for (int g = 0; g < S / 2; ++g) idx[l] |= (odd ? 0xEu : 0x4u) << (4 * g);
+          for (int e = 0; e < P; ++e) set(rb, nb, l, e, enc(dt, bval(l / 16, e)));
+        }
+        const int row = (5 * ag + a) % 16, la = 16 * ag + row;
+        set(ra, na, la, a, enc(dt, 1.0));
+        v_smfmac_f32_16x16xk(k, dt, bmap, ra, rb, idx, rc, rd);
+        int bg, b;
+        if (!gfx950 || probe_map == 1) {
+          bg = ag, b = 4 * (a / 2) + a % 2 + 2 * odd;
+        } else {
+          bg = 2 * (ag % 2) + a / (S / 2), b = S * (ag / 2) + 4 * ((a % (S / 2)) / 2) + a % 2 + 2 * odd;
+        }
+        const float want = (float)bval(bg, b);
+        for (int l = 0; l < 64; ++l)
+          for (int r = 0; r < 4; ++r) {
+            const int drow = 4 * (l / 16) + r;
+            const float w = drow == row ? want : 0.f;
+            if (rd[l * 4 + r] != w) {
+              char m[200];
+              std::snprintf(m, sizeof m, "%s index, A slot %d of lane group %d: D row %d column %d = %g, expected %g (B slot %d of lane group %d)",
+                            odd ? "{2,3}" : "{0,1}", a, ag, drow, l % 16, rd[l * 4 + r], w, b, bg);
+              return m;
+            }
+          }
+      }
+  return "";
+}
+
+void run_smfmac_selftests(Report& rep) {
+  struct Instr {
+    int k, dtype;
+    const char* name;
+  };
+  static const Instr instrs[] = {
+      {32, 0, "v_smfmac_f32_16x16x32_bf16 (gfx942)"},   {32, 1, "v_smfmac_f32_16x16x32_f16 (gfx942)"},
+      {64, 3, "v_smfmac_f32_16x16x64_fp8_fp8 (FNUZ, gfx942)"},
+      {64, 0, "v_smfmac_f32_16x16x64_bf16 (gfx950)"},   {64, 1, "v_smfmac_f32_16x16x64_f16 (gfx950)"},
+      {128, 2, "v_smfmac_f32_16x16x128_fp8_fp8 (OCP, gfx950)"},
+  };
+  for (const Instr& in : instrs) {
+    const bool gfx950 = in.k * elem_bytes(in.dtype) == 128;
+    std::string why = smfmac_pairing(in.k, in.dtype, 0, 0);
+    rep.result(why.empty(), std::string("isa ") + in.name + ": one-hot pairing as observed on hardware", why);
+    if (!gfx950) continue;
+    // The disputed gfx950 B map: map 1 is the other relation, and the check tells them apart.
+    why = smfmac_pairing(in.k, in.dtype, 1, 1);
+    rep.result(why.empty(), std::string("isa ") + in.name + ": one-hot pairing, B map 1 as its hypothesis", why);
+    const bool told_apart = !smfmac_pairing(in.k, in.dtype, 0, 1).empty();
+    rep.result(told_apart, std::string("isa ") + in.name + ": pairing check tells the two B maps apart",
+               told_apart ? "" : "map 0 passes map 1's relation");
+  }
+}
+
 }  // namespace
 
 void run_isa_selftests(Report& rep) {
@@ -294,6 +382,7 @@ void run_isa_selftests(Report& rep) {
     }
   }
   run_fp8_decode_selftests(rep);
+  run_smfmac_selftests(rep);
 }
 
 // ---- LLVM IR of the AMD probes ----

@@ -136,30 +136,35 @@ void v_mfma_f32_16x16xk(int k, int dtype, const uint32_t* a, const uint32_t* b, 
   std::memcpy(d, out, sizeof out);
 }
 
-// Private test build: v_smfmac_f32_16x16x32 (gfx942) / 16x16x64 (gfx950) from the
-// documented layouts, written independently of the kernel's atom.
+// v_smfmac_f32_16x16x32 (gfx942) / 16x16x64 (gfx950) in bf16/f16, and
+// v_smfmac_f32_16x16x64_fp8_fp8 (gfx942, FNUZ) / 16x16x128_fp8_fp8 (gfx950, OCP), from
+// the documented layouts (kernels/prelude/amd_layouts.h states them with their
+// sources), written independently of the kernel's atom. k counts elements; the
+// operands are 64 (gfx942) or 128 (gfx950) bytes of dense k, so each lane group g
+// holds P = k/4 dense k of A: 4-groups i = 0 .. P/4 - 1 at k P*g + 4i, kept element e
+// of the lane (group e/2) at byte e * element size, index nibble i for group i. B
+// holds P k per lane: element e at k P*g + e (gfx942, and gfx950 map 1), or at
+// (P/2)*g + e % (P/2) + (k/2)*(e / (P/2)) (gfx950 map 0).
 bool v_smfmac_f32_16x16xk(int k, int dtype, int bmap, const uint32_t* a, const uint32_t* b, const uint32_t* idx,
                           const float* c, float* d) {
-  const int na = k / 16, nb = k / 8;
-  double A[16][64] = {}, B[64][16] = {};
+  const int eb = elem_bytes(dtype), per = 4 / eb, bits = 8 * eb;
+  const int na = k * eb / 32, nb = k * eb / 16, P = k / 4;
+  const bool gfx950 = k * eb == 128;
+  auto elem = [&](const uint32_t* r, int e) { return elem_to_double(dtype, r[e / per] >> (bits * (e % per))); };
+  double A[16][128] = {}, B[128][16] = {};
   bool ok = true;
   for (int l = 0; l < 64; ++l) {
     const int g = l / 16, i = l % 16;
-    for (int r = 0; r < na; ++r) {
-      const int nib = (idx[l] >> (4 * r)) & 15, p0 = nib & 3, p1 = nib >> 2;
+    for (int grp = 0; grp < P / 4; ++grp) {
+      const int nib = (idx[l] >> (4 * grp)) & 15, p0 = nib & 3, p1 = nib >> 2;
       if (p0 >= p1) ok = false;
-      const int base = (k == 32 ? 8 * g : 16 * g) + 4 * r;
-      A[i][base + p0] = half_to_double(dtype, (uint16_t)(a[l * na + r] & 0xffff));
-      A[i][base + p1] = half_to_double(dtype, (uint16_t)(a[l * na + r] >> 16));
+      A[i][P * g + 4 * grp + p0] = elem(a + l * na, 2 * grp);
+      A[i][P * g + 4 * grp + p1] = elem(a + l * na, 2 * grp + 1);
     }
-    for (int r = 0; r < nb; ++r)
-      for (int h = 0; h < 2; ++h) {
-        int kk;
-        if (k == 32) kk = 8 * g + 2 * r + h;
-        else if (bmap == 0) kk = 8 * g + 2 * (r % 4) + h + 32 * (r / 4);
-        else kk = 16 * g + 2 * r + h;
-        B[kk][i] = half_to_double(dtype, (uint16_t)(b[l * nb + r] >> (16 * h)));
-      }
+    for (int e = 0; e < P; ++e) {
+      const int kk = gfx950 && bmap == 0 ? P / 2 * g + e % (P / 2) + k / 2 * (e / (P / 2)) : P * g + e;
+      B[kk][i] = elem(b + l * nb, e);
+    }
   }
   for (int l = 0; l < 64; ++l)
     for (int r = 0; r < 4; ++r) {

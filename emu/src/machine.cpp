@@ -564,7 +564,7 @@ struct Machine {
       error("mfma-partial-exec", "v_smfmac with lanes that have exited", true);
       return;
     }
-    const int kk = w.lanes[0].imm, dt = w.lanes[0].dtype, na = kk / 16, nb = kk / 8;
+    const int kk = w.lanes[0].imm, dt = w.lanes[0].dtype, na = kk * elem_bytes(dt) / 32, nb = 2 * na;
     uint32_t A[64 * 4], B[64 * 8], I[64];
     float C[64 * 4], D[64 * 4];
     for (int l = 0; l < 64; ++l) {
@@ -948,6 +948,12 @@ void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const uint32_t* a, const 
 }
 void sk_emu_v_smfmac_f32_16x16x64(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx) {
   smfmac_hook(64, dtype, d, a, b, c, idx, __builtin_return_address(0));
+}
+void sk_emu_v_smfmac_f32_16x16x64_fp8_fp8(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx) {
+  smfmac_hook(64, dtype, d, a, b, c, idx, __builtin_return_address(0));
+}
+void sk_emu_v_smfmac_f32_16x16x128_fp8_fp8(int dtype, float* d, const uint32_t* a, const uint32_t* b, const float* c, uint32_t idx) {
+  smfmac_hook(128, dtype, d, a, b, c, idx, __builtin_return_address(0));
 }
 
 }  // extern "C"

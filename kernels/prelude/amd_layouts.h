@@ -118,9 +118,79 @@ SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) {
   piece = 2 * g + j;
 #endif
 }
+// ---- the fp8 virtual-dense atom: gfx942 v_smfmac_f32_16x16x64_fp8_fp8 (FNUZ),
+// gfx950 v_smfmac_f32_16x16x128_fp8_fp8 (OCP) ----
+// The fp8 instructions keep the 16-bit ones' geometry in bytes (k counts fp8 here):
+//  * gfx942 16x16x64 (CDNA3 ISA reference guide; the Matrix Instruction Calculator
+//    for CDNA3): A = 2 VGPRs, the 8 kept bytes of the four 4-groups of dense k
+//    [16g, 16g+16) of row l%16, VGPR r = groups 2r, 2r+1 (2 bytes each, in order);
+//    index bits [15:0] (the first 16-bit set; cbsz = 0, abid = 0), nibble i for group
+//    i; B = 4 VGPRs, column l%16, byte e = k 16g + e.
+//  * gfx950 16x16x128: A = 4 VGPRs, dense k [32g, 32g+32), VGPR r = groups 2r, 2r+1,
+//    all 32 index bits (nibble i, group i); B = 8 VGPRs, column l%16, byte e = k
+//    64(e/16) + 16g + e%16 — what the hardware one-hot probes of github.com/efric/
+//    hip-matmul (GFX950_SMFMAC_16x16x64.md, "FP8 16x16x128 Path") give: A byte a of
+//    lane group ag meets B byte 16(ag/2) + 4((a%8)/2) + a%2 (+2 for the {2,3} index)
+//    of lane group 2(ag%2) + a/8. It is the 16-bit map 0 in bytes; map 1 would be
+//    byte e = k 32g + e.
+// A 4-group of fp8 is one 32-bit word, so the 16-bit trick (a whole A word per
+// kept pair) does not carry over: a row keeping positions {0,1} needs the low 2 bytes
+// of two groups in one A VGPR, the {2,3} row their high 2 bytes. We keep B as whole
+// weight words — the same B assembly and weight pieces as the 16-bit atom — and pack
+// A from whole token words with one v_perm_b32 per A VGPR (the weights are 4x the
+// register traffic of the tokens, so permuting tokens is the cheap side). For that
+// both lanes of a token read the same token pieces (gfx942 2, gfx950 4 per step):
+// A VGPR r of instruction s is bytes {0,1} (even lane) or {2,3} (odd lane) of word
+// 2s + r%2 of token pieces X[2(r/2)] and X[2(r/2) + 1], low piece first: each byte
+// pair meets the same bytes of the same word of the same weight piece in B (under
+// both gfx950 maps).
+constexpr bool VD_HAS_FP8 = true;
+#if SK_AMD_GFX950
+constexpr int VD_X_PIECES_FP8 = 4;
+#else
+constexpr int VD_X_PIECES_FP8 = 2;
+#endif
+// gfx942: pieces 2g, 2g+1; gfx950: base, base+4, base+1, base+5 with base = 2(g%2) +
+// 8(g/2) (the pieces the weight words of both maps pair with).
+SK_DEVICE void vd_x_piece_fp8(int g, int j, int& piece) {
+#if SK_AMD_GFX950
+  piece = 2 * (g & 1) + 8 * (g >> 1) + 4 * (j & 1) + (j >> 1);
+#else
+  piece = 2 * g + j;
+#endif
+}
+// v_perm_b32 selector of the A packing: result = {first.b0, first.b1, second.b0,
+// second.b1} (even lanes) or {first.b2, first.b3, second.b2, second.b3} (odd), with
+// src0 = second, src1 = first. The index says which the lane is: its low nibble is
+// 0xE where the row keeps positions {2,3}.
+SK_DEVICE u32 vd_fp8_select(u32 meta) { return (meta & 15) == 0xE ? 0x07060302u : 0x05040100u; }
+// The A (NA VGPRs) and B (2 NA VGPRs) operands of fp8 instruction s of a step, from
+// the lane's token pieces x (VD_X_PIECES_FP8) and weight pieces w (VD_W_PIECES).
+// byte_perm is the target's v_perm_b32 (src0, src1, selector).
+SK_DEVICE u32 byte_perm(u32 src0, u32 src1, u32 select);
+template <int NA>
+SK_DEVICE void vd_fp8_operands(u32* a, u32* b, const u32x4* w, const u32x4* x, int s, u32 select) {
+#pragma unroll
+  for (int r = 0; r < NA; ++r) a[r] = byte_perm(x[2 * (r >> 1) + 1][2 * s + (r & 1)], x[2 * (r >> 1)][2 * s + (r & 1)], select);
+  // The 16-bit atom's B words (see vd_mma): pairs of weight pieces, word 2s then 2s+1.
+#pragma unroll
+  for (int h = 0; h < NA / 2; ++h) {
+    b[4 * h + 0] = w[2 * h][2 * s];
+    b[4 * h + 1] = w[2 * h + 1][2 * s];
+    b[4 * h + 2] = w[2 * h][2 * s + 1];
+    b[4 * h + 3] = w[2 * h + 1][2 * s + 1];
+  }
+}
+
+// Token piece j of a lane (fp8: vd_x_piece_fp8).
+template <bool FP8>
 SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) {
   const int g = lane >> 4;
   tok = (lane & 15) >> 1;
+  if constexpr (FP8) {
+    vd_x_piece_fp8(g, j, piece);
+    return;
+  }
 #if SK_AMD_GFX950
   piece = 2 * (g & 1) + 8 * (g >> 1) + 4 * (lane & 1) + j;
 #else
@@ -144,12 +214,18 @@ SK_DEVICE int vd_x_swizzle(int row) {
   return 2 * (row & 3);
 #endif
 }
-// Sparse index of a lane: parity selects positions {0,1} (even) or {2,3} (odd).
+// Sparse index of a lane: parity selects positions {0,1} (even) or {2,3} (odd), one
+// nibble per 4-group of the lane's A operand (2 groups on gfx942 16-bit, 4 on gfx950
+// 16-bit and gfx942 fp8, 8 on gfx950 fp8).
+template <bool FP8>
 SK_DEVICE u32 vd_meta(int lane) {
+  const bool odd = lane & 1;
 #if SK_AMD_GFX950
-  return (lane & 1) ? 0xEEEEu : 0x4444u;
+  if constexpr (FP8) return odd ? 0xEEEEEEEEu : 0x44444444u;
+  return odd ? 0xEEEEu : 0x4444u;
 #else
-  return (lane & 1) ? 0xEEu : 0x44u;
+  if constexpr (FP8) return odd ? 0xEEEEu : 0x4444u;
+  return odd ? 0xEEu : 0x44u;
 #endif
 }
 // Collapsed output r (0, 1) of a lane: feature l%16, token 2(l/16) + r.

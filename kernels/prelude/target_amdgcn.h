@@ -108,9 +108,34 @@ typedef short s16x8 __attribute__((ext_vector_type(8)));
 typedef __bf16 b16x16 __attribute__((ext_vector_type(16)));
 typedef _Float16 h16x16 __attribute__((ext_vector_type(16)));
 
+typedef int i32x2 __attribute__((ext_vector_type(2)));
+typedef int i32x4 __attribute__((ext_vector_type(4)));
+typedef int i32x8 __attribute__((ext_vector_type(8)));
+SK_DEVICE u32 byte_perm(u32 src0, u32 src1, u32 select) { return __builtin_amdgcn_perm(src0, src1, select); }
+
 template <typename T>
 SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
   f32x4 c = {acc[0], acc[1], acc[2], acc[3]};
+  if constexpr (T::fp8) {
+    // v_smfmac_f32_16x16x{64,128}_fp8_fp8: operands packed by amd_layouts.h.
+    const u32 select = vd_fp8_select(meta);
+    constexpr int NA = SK_AMD_GFX950 ? 4 : 2;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      u32 a[NA], b[2 * NA];
+      vd_fp8_operands<NA>(a, b, w, x, s, select);
+#if defined(__gfx950__)
+      c = __builtin_amdgcn_smfmac_f32_16x16x128_fp8_fp8(i32x4{(int)a[0], (int)a[1], (int)a[2], (int)a[3]},
+                                                         i32x8{(int)b[0], (int)b[1], (int)b[2], (int)b[3], (int)b[4], (int)b[5], (int)b[6], (int)b[7]},
+                                                         c, (int)meta, 0, 0);
+#else
+      c = __builtin_amdgcn_smfmac_f32_16x16x64_fp8_fp8(i32x2{(int)a[0], (int)a[1]}, i32x4{(int)b[0], (int)b[1], (int)b[2], (int)b[3]}, c,
+                                                        (int)meta, 0, 0);
+#endif
+    }
+    acc[0] = c.x; acc[1] = c.y; acc[2] = c.z; acc[3] = c.w;
+    return;
+  }
 #if defined(__gfx950__)
 #pragma unroll
   for (int s = 0; s < 2; ++s) {

@@ -151,11 +151,41 @@ SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x32(int dtype, float* d, const u32* a,
 // disputed part: see SK_GFX950_SMFMAC_B_MAP in amd_layouts.h), `idx` bits [15:0]
 // (nibble r for A VGPR r; cbsz = 0, abid = 0), `c`/`d` as above.
 SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x64(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
+// v_smfmac_f32_16x16x64_fp8_fp8 (gfx942, dtype 3 = E4M3 FNUZ) and
+// v_smfmac_f32_16x16x128_fp8_fp8 (gfx950, dtype 2 = OCP E4M3): `a` 2 / 4 VGPRs
+// (VGPR r = the kept bytes of 4-groups 2r, 2r+1), `b` 4 / 8 VGPRs, `idx` one nibble
+// per 4-group (layouts: amd_layouts.h, the fp8 virtual-dense atom).
+SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x64_fp8_fp8(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
+SK_EMU_WAVE void sk_emu_v_smfmac_f32_16x16x128_fp8_fp8(int dtype, float* d, const u32* a, const u32* b, const float* c, u32 idx);
+}
+
+// v_perm_b32: byte i of the result is byte select_i of {src0 (bytes 4..7), src1
+// (bytes 0..3)}; the prelude uses selector bytes 0..7 only.
+SK_DEVICE u32 byte_perm(u32 src0, u32 src1, u32 select) {
+  const unsigned long long both = (unsigned long long)src0 << 32 | src1;
+  u32 out = 0;
+  for (int i = 0; i < 4; ++i) out |= (u32)((both >> (8 * ((select >> (8 * i)) & 7))) & 0xff) << (8 * i);
+  return out;
 }
 
 
 template <typename T>
 SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
+  if constexpr (T::fp8) {
+    const u32 select = vd_fp8_select(meta);
+    for (int s = 0; s < 2; ++s) {
+#if defined(SK_HOST_GFX950)
+      u32 a[4], b[8];
+      vd_fp8_operands<4>(a, b, w, x, s, select);
+      sk_emu_v_smfmac_f32_16x16x128_fp8_fp8(T::id, acc, a, b, acc, meta);
+#else
+      u32 a[2], b[4];
+      vd_fp8_operands<2>(a, b, w, x, s, select);
+      sk_emu_v_smfmac_f32_16x16x64_fp8_fp8(T::id, acc, a, b, acc, meta);
+#endif
+    }
+    return;
+  }
 #if defined(SK_HOST_GFX950)
   for (int s = 0; s < 2; ++s) {
     const u32 a[4] = {x[0][2 * s], x[0][2 * s + 1], x[1][2 * s], x[1][2 * s + 1]};

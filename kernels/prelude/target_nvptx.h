@@ -257,8 +257,12 @@ constexpr int VD_W_PIECES = 2;  // weight pieces per lane per step
 constexpr int VD_X_PIECES = 2;  // token pieces per lane per step
 constexpr int VD_ACC = 4;       // physical accumulators per lane
 constexpr u32 VD_METADATA = 0xEEEE4444u;
+// No fp8 form here yet (mma.sp m16n8k64 .e4m3): VdAtom<true> does not compile.
+constexpr bool VD_HAS_FP8 = false;
+constexpr int VD_X_PIECES_FP8 = 0;
 
 SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) { row = lane >> 2; piece = (lane & 3) + 4 * j; }
+template <bool FP8>
 SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) { tok = lane >> 2; piece = 2 * (lane & 3) + j; }
 // Swizzle (chunk XOR) of the token tile's rows: a 16-B shared load is served 8 lanes
 // per phase, i.e. tokens g, g+1 x chunks {0, 2, 4, 6} + j; XOR with row & 1 sends the
@@ -267,6 +271,7 @@ SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) { tok = lane >>
 template <int ROW_BYTES>
 SK_DEVICE int vd_x_swizzle(int row) { return row & 1; }
 // Metadata word of a lane (the same in every lane on sm_90).
+template <bool FP8>
 SK_DEVICE u32 vd_meta(int /*lane*/) { return VD_METADATA; }
 // Collapsed output r (0, 1) of a lane: token g, feature 2t + r.
 SK_DEVICE void vd_out_coord(int lane, int r, int& row, int& tok) { row = 2 * (lane & 3) + r; tok = lane >> 2; }

@@ -59,7 +59,7 @@ impl Fallback {
             Family::Vdmfma => p.m <= VDMFMA_MAX_M,
             Family::Wgmma => false,
         };
-        // Token tiles of the kernels compiled in p's dtype (fp8 has no sparse family).
+        // Token tiles of the kernels compiled in p's dtype (fp8 has no sparse family on sm_90).
         let d = p.dtype as usize;
         let compiled = || self.candidates.iter().filter(|(c, idx)| usable(c) && idx[d].is_some());
         let tm = compiled().map(|(c, _)| c.tile_m).filter(|&tm| tm >= p.m).min().or_else(|| compiled().map(|(c, _)| c.tile_m).max())?;
@@ -111,20 +111,27 @@ mod tests {
     }
 
     /// VDMFMA kernels run M <= 8 only; on gfx942/gfx950 (dense atom of 16 tokens)
-    /// they are the choice for M <= 8, on sm_90 the dense family wins the ties.
+    /// they are the choice for M <= 8, in 16 bits and in the arch's fp8; on sm_90
+    /// the dense family wins the ties (and there is no fp8 sparse atom).
     #[test]
     fn vdmfma_only_for_m_up_to_8_and_preferred_on_amd() {
         for arch in Arch::ALL {
             let fb = Fallback::for_arch(arch);
             assert!(fb.candidates.iter().any(|(c, _)| c.family == Family::Vdmfma), "{arch:?}: no VDMFMA fallback config");
-            for m in 1..=40 {
-                for (n, k) in [(512, 7168), (2880, 2880), (16384, 16384), (100, 64)] {
-                    let Some(Choice::Run { kernel, .. }) = fb.choose(arch.default_units(), &problem(m, n, k, DType::Bf16)) else { panic!() };
-                    let fam = kernels::for_arch(arch).kernels[kernel].config.family;
-                    if m > VDMFMA_MAX_M {
-                        assert_eq!(fam, Family::Splitk, "{arch:?} M={m}");
-                    } else if arch != Arch::Sm90 {
-                        assert_eq!(fam, Family::Vdmfma, "{arch:?} M={m} N={n} K={k}");
+            let t = crate::tuning::schema::target(arch.name()).unwrap();
+            for dtype in [DType::Bf16, t.fp8.unwrap()] {
+                for m in 1..=40 {
+                    for (n, k) in [(512, 7168), (2880, 2880), (16384, 16384), (100, 64)] {
+                        let p = problem(m, n, k, dtype).unit_view();
+                        let Some(Choice::Run { kernel, .. }) = fb.choose(arch.default_units(), &p) else { panic!() };
+                        let fam = kernels::for_arch(arch).kernels[kernel].config.family;
+                        if m > VDMFMA_MAX_M {
+                            assert_eq!(fam, Family::Splitk, "{arch:?} {dtype:?} M={m}");
+                        } else if t.amd {
+                            assert_eq!(fam, Family::Vdmfma, "{arch:?} {dtype:?} M={m} N={n} K={k}");
+                        } else if dtype.is_fp8() {
+                            assert_eq!(fam, Family::Splitk, "{arch:?} has no fp8 VDMFMA");
+                        }
                     }
                 }
             }

@@ -151,6 +151,9 @@ pub struct TargetFacts {
     /// step (VD_K).
     pub vd_rows: u32,
     pub vd_k: u32,
+    /// The VDMFMA family has an fp8 form (VD_HAS_FP8: the AMD fp8 v_smfmac; sm_90's
+    /// mma.sp .e4m3 is not written).
+    pub vd_fp8: bool,
     /// Shared memory per SM and per-CTA reservation where clusters exist (sm90);
     /// 0 elsewhere.
     pub sm_lds: u32,
@@ -161,9 +164,9 @@ pub struct TargetFacts {
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3Fnuz) },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3) },
-    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, sm_lds: 228 << 10, lds_reserved: 1024, fp8: Some(DType::E4m3) },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, vd_fp8: true, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3Fnuz) },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, vd_fp8: true, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3) },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, vd_fp8: false, sm_lds: 228 << 10, lds_reserved: 1024, fp8: Some(DType::E4m3) },
 ];
 
 /// gemm_common.h's lds_spare: the LDS bytes a kernel using `base` bytes per CTA can
@@ -523,9 +526,9 @@ pub struct FallbackSet {
 }
 
 /// The (dtype, config) pairs an arch's binary must contain: every kernel a tuning
-/// entry or anchor names, plus the fallback set in both 16-bit dtypes; and every dense config
-/// of those (split-K and wgmma; the sparse family has no fp8 form yet) in the
-/// arch's fp8 type, where it has one. Sorted, deduplicated.
+/// entry or anchor names, plus the fallback set in both 16-bit dtypes; and every config
+/// of those in the arch's fp8 type, where it has one (the sparse family only where
+/// it has an fp8 form, `TargetFacts::vd_fp8`). Sorted, deduplicated.
 pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) -> Vec<(DType, KernelConfig)> {
     let mut set: Vec<(DType, KernelConfig)> =
         tuning.entries.iter().chain(&tuning.anchors).filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
@@ -536,9 +539,12 @@ pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) ->
             }
         }
     }
-    if let Some(fp8) = target(arch).and_then(|t| t.fp8) {
-        let dense: Vec<KernelConfig> = set.iter().filter(|(d, c)| !d.is_fp8() && c.family != Family::Vdmfma).map(|(_, c)| *c).collect();
-        set.extend(dense.into_iter().map(|c| (fp8, c)));
+    if let Some(t) = target(arch) {
+        if let Some(fp8) = t.fp8 {
+            let in_fp8: Vec<KernelConfig> =
+                set.iter().filter(|(d, c)| !d.is_fp8() && (t.vd_fp8 || c.family != Family::Vdmfma)).map(|(_, c)| *c).collect();
+            set.extend(in_fp8.into_iter().map(|c| (fp8, c)));
+        }
     }
     set.sort();
     set.dedup();
