@@ -539,12 +539,12 @@ pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) ->
             }
         }
     }
-    if let Some(t) = target(arch) {
-        if let Some(fp8) = t.fp8 {
-            let in_fp8: Vec<KernelConfig> =
-                set.iter().filter(|(d, c)| !d.is_fp8() && (t.vd_fp8 || c.family != Family::Vdmfma)).map(|(_, c)| *c).collect();
-            set.extend(in_fp8.into_iter().map(|c| (fp8, c)));
-        }
+    if let Some(t) = target(arch)
+        && let Some(fp8) = t.fp8
+    {
+        let in_fp8: Vec<KernelConfig> =
+            set.iter().filter(|(d, c)| !d.is_fp8() && (t.vd_fp8 || c.family != Family::Vdmfma)).map(|(_, c)| *c).collect();
+        set.extend(in_fp8.into_iter().map(|c| (fp8, c)));
     }
     set.sort();
     set.dedup();
