@@ -55,6 +55,17 @@ pub struct ShapeArgs {
     pub files: Vec<String>,
     #[arg(long, value_enum, default_value = "bf16")]
     pub dtype: crate::demo::DTypeArg,
+    /// fp8 scales: one per tensor, or one per row of W and one per token
+    /// (`OUTER_VEC_32F`, as PyTorch's row-wise `_scaled_mm` passes them).
+    #[arg(long, value_enum, default_value = "tensor")]
+    pub scales: ScaleArg,
+}
+
+/// How a measuring command scales fp8 operands (`--scales`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleArg {
+    Tensor,
+    Row,
 }
 
 impl ShapeArgs {
@@ -207,7 +218,7 @@ pub const WORKSPACE_BYTES: usize = 32 << 20;
 
 /// One shape's inputs for timing with cold weights: `sets` copies of the weights
 /// (together more than 3x the L2), activations and outputs per set, and a bias.
-/// fp8 operands come with per-tensor scales and a bf16 output.
+/// fp8 operands come with their scales (`ScaleArg`) and a bf16 output.
 pub struct ColdSets<'a> {
     pub sets: usize,
     /// GEMMs per timed graph (at least one per set).
@@ -222,13 +233,17 @@ pub struct ColdSets<'a> {
     pub db: Buf<'a>,
     /// The output's type.
     pub out: DType,
-    /// fp8: A's per-tensor scale (fp32, on the device), B's `SCALE_STRIDE` bytes on; else 0.
-    pub scales: u64,
+    /// fp8: the scales on the device (A's and B's pointers); None for 16-bit operands.
+    pub scales: Option<vendor::Scales>,
+    /// Their values (one each per tensor; per row: N for W, M for X).
+    sa: Vec<f32>,
+    sb: Vec<f32>,
     _scales: Buf<'a>,
 }
 
-/// Bytes from A's per-tensor scale to B's in `ColdSets::scales`.
-pub const SCALE_STRIDE: u64 = 256;
+/// Alignment of B's scales after A's in one allocation: cuBLASLt wants each scale
+/// pointer aligned (4 bytes apart, every algorithm returned NOT_SUPPORTED).
+const SCALE_ALIGN: u64 = 256;
 
 /// An fp8 matrix as 16-bit units (an even number of bytes per row).
 fn fp8_units(bytes: &[u8]) -> Vec<u16> {
@@ -236,7 +251,7 @@ fn fp8_units(bytes: &[u8]) -> Vec<u16> {
 }
 
 impl<'a> ColdSets<'a> {
-    pub fn new(cu: &'a Gpu, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, sh: &Shape) -> Result<ColdSets<'a>, String> {
+    pub fn new(cu: &'a Gpu, s: *mut c_void, l2_bytes: u64, rng: &mut Rng, dtype: DType, scale: ScaleArg, sh: &Shape) -> Result<ColdSets<'a>, String> {
         let (m, n, k) = (sh.m as usize, sh.n as usize, sh.k as usize);
         let fp8 = dtype.is_fp8();
         if fp8 && !k.is_multiple_of(16) {
@@ -263,13 +278,19 @@ impl<'a> ColdSets<'a> {
         let bias = reference::random_matrix(rng, out, 1, n, n);
         let db = Buf(cu, cu.malloc(n * 2)?);
         cu.htod(db.1, &bias)?;
-        // A's scale, and B's 256 bytes on (cuBLASLt wants its scale pointers aligned).
-        let scales = Buf(cu, cu.malloc(2 * SCALE_STRIDE as usize)?);
-        cu.htod(scales.1, &[1.0f32])?;
-        cu.htod(scales.1 + SCALE_STRIDE, &[1.0f32])?;
+        // Scales: 1.0 per tensor; per row, exact values in [0.5, 2) that differ
+        // between neighbouring rows and tokens.
+        let outer_vec = scale == ScaleArg::Row;
+        let (na, nb) = if outer_vec { (n, m) } else { (1, 1) };
+        let value = |i: usize| if outer_vec { (1.0 + (i % 8) as f32 / 8.0) * if i % 3 == 0 { 0.5 } else { 1.0 } } else { 1.0 };
+        let (sa, sb): (Vec<f32>, Vec<f32>) = ((0..na).map(value).collect(), (0..nb).map(|i| value(i + 5)).collect());
+        let b_at = (4 * na as u64).next_multiple_of(SCALE_ALIGN);
+        let sbuf = Buf(cu, cu.malloc((b_at + 4 * nb as u64) as usize)?);
+        cu.htod(sbuf.1, &sa)?;
+        cu.htod(sbuf.1 + b_at, &sb)?;
         cu.sync(s)?;
-        let scale_ptr = if fp8 { scales.1 } else { 0 };
-        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db, out, scales: scale_ptr, _scales: scales })
+        let scales = fp8.then_some(vendor::Scales { a: sbuf.1, b: sbuf.1 + b_at, outer_vec });
+        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db, out, scales, sa, sb, _scales: sbuf })
     }
 
     /// The float64 output of set 0 (every set holds the same weights and
@@ -284,7 +305,8 @@ impl<'a> ColdSets<'a> {
         let byte = |units: &[u16], i: usize| (units[i / 2] >> (8 * (i % 2))) as u8;
         let dot = reference::reference_by(m, n, k, |j, kk| value[byte(&self.w0, j * k + kk) as usize], |t, kk| value[byte(&self.x, t * k + kk) as usize]);
         let bias = |j: usize| if sh.bias { reference::from_bits(self.out, self.bias[j]) as f64 } else { 0.0 };
-        dot.iter().enumerate().map(|(i, d)| d + bias(i % n)).collect()
+        let scale = |v: &[f32], i: usize| v[if v.len() > 1 { i } else { 0 }] as f64;
+        dot.iter().enumerate().map(|(i, d)| d * scale(&self.sa, i % n) * scale(&self.sb, i / n) + bias(i % n)).collect()
     }
 
     /// The weights, activations and output of call `c` of a graph: the sets in
@@ -443,6 +465,9 @@ fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
     let rig = Rig::open(cu)?;
     let dtype: DType = a.select.dtype.into();
     println!("{}", device_line(&rig));
+    if dtype.is_fp8() {
+        println!("fp8 scales: {}", if a.select.scales == ScaleArg::Row { "one per row of W and one per token (OUTER_VEC_32F), both sides" } else { "one per tensor" });
+    }
     let shapes = a.select.shapes()?;
     let (h, ws) = rig.handle_and_workspace()?;
     let b = Bencher { rig: &rig, a, dtype, ws, h };
@@ -495,7 +520,7 @@ impl Bencher<'_> {
     /// with --host the host times (for the shapes skinnylt runs).
     fn measure(&self, sh: Shape, rng: &mut Rng) -> Result<(Row, Option<(f64, f64)>), String> {
         let (cu, s, reps) = (self.rig.cu, self.rig.s, self.a.reps);
-        let cs = ColdSets::new(cu, s, self.rig.dev.info.l2_bytes, rng, self.dtype, &sh)?;
+        let cs = ColdSets::new(cu, s, self.rig.dev.info.l2_bytes, rng, self.dtype, self.a.select.scales, &sh)?;
 
         // skinnylt through the C API: timed wherever it runs (standalone), and counted
         // as the vendor's where deployment routing forwards.
@@ -536,8 +561,8 @@ impl Bencher<'_> {
             epilogue: if sh.bias { skinnylt::abi::EPILOGUE_BIAS } else { 0 },
             bias: sh.bias.then_some(cs.db.1),
             out: fp8.then_some(cs.out),
-            a_scale: fp8.then_some((cs.scales, false)),
-            b_scale: fp8.then_some((cs.scales + SCALE_STRIDE, false)),
+            a_scale: cs.scales.map(|s| (s.a, s.outer_vec)),
+            b_scale: cs.scales.map(|s| (s.b, s.outer_vec)),
             ..client::Options::default()
         };
         let l = Linear::with_options(self.dtype, m, n, k, k, k, n, &o)?;

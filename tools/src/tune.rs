@@ -298,7 +298,7 @@ impl<'a> Tuner<'a> {
     /// One shape's cold sets, and the float64 output of their inputs (every set
     /// holds the same weights and activations).
     fn inputs(&self, sh: &Shape, rng: &mut Rng) -> Result<(ColdSets<'a>, Vec<f64>), String> {
-        let cs = ColdSets::new(self.rig.cu, self.rig.s, self.rig.dev.info.l2_bytes, rng, self.dtype, sh)?;
+        let cs = ColdSets::new(self.rig.cu, self.rig.s, self.rig.dev.info.l2_bytes, rng, self.dtype, self.a.select.scales, sh)?;
         let want = cs.reference(self.dtype, sh);
         Ok((cs, want))
     }
@@ -412,9 +412,10 @@ impl Search<'_> {
     fn problem(&self, c: usize) -> Problem {
         let (sh, (w, x, y)) = (self.sh, self.cs.set(c));
         let bias = if sh.bias { self.cs.db.1 } else { 0 };
-        // fp8: the per-tensor scales the calls carry (bf16 output, as ColdSets makes it).
-        let (a_scale, b_scale) = if self.cs.scales != 0 { (self.cs.scales, self.cs.scales + crate::bench::SCALE_STRIDE) } else { (0, 0) };
-        Problem { w, x, y, bias, a_scale, b_scale, ..Problem::packed(self.tuner.dtype, sh.m, sh.n, sh.k, false) }
+        // fp8: the scales the calls carry (bf16 output, as ColdSets makes it).
+        let (a_scale, b_scale, vec) = self.cs.scales.map_or((0, 0, false), |s| (s.a, s.b, s.outer_vec));
+        let epilogue = if vec { skinnylt::kernels::params::SCALE_A_VEC | skinnylt::kernels::params::SCALE_B_VEC } else { 0 };
+        Problem { w, x, y, bias, a_scale, b_scale, epilogue, ..Problem::packed(self.tuner.dtype, sh.m, sh.n, sh.k, false) }
     }
 
     fn out_of_time(&self) -> bool {

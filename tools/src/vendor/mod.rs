@@ -89,6 +89,9 @@ pub struct Values {
     pub desc_bias_pointer: c_int,
     pub desc_a_scale_pointer: c_int,
     pub desc_b_scale_pointer: c_int,
+    /// The scale modes (both libraries: 31, 32; `OUTER_VEC_32F` is 3 in both).
+    pub desc_a_scale_mode: c_int,
+    pub desc_b_scale_mode: c_int,
     /// fp8 operands need C passed as null (cuBLASLt's fp8 kernels return
     /// NOT_SUPPORTED for C = D; PyTorch's scaled_mm passes null on CUDA).
     pub fp8_null_c: bool,
@@ -116,6 +119,16 @@ impl Problem {
     }
 }
 
+/// fp8 operand scales on the device, fp32: A's (W's) and B's (X's) pointers, each one
+/// value, or with `outer_vec` one per row of W (output feature) and one per token
+/// (`OUTER_VEC_32F`, PyTorch's row-wise `_scaled_mm`).
+#[derive(Clone, Copy, Debug)]
+pub struct Scales {
+    pub a: u64,
+    pub b: u64,
+    pub outer_vec: bool,
+}
+
 /// A vendor library as `bench` and `tune` use it.
 pub trait Vendor {
     /// "cuBLASLt" or "hipBLASLt", as reports name it.
@@ -126,10 +139,9 @@ pub trait Vendor {
     fn version(&self) -> usize;
     /// Descriptors and the top-`count` heuristic algorithms for Y[M,N] = X·Wᵀ (+bias;
     /// `bias` is its device pointer, 0 for none) with operands of `dtype` and an
-    /// output of `out`; fp8 operands with per-tensor scales at `scales` (A's fp32
-    /// value on the device, B's `bench::SCALE_STRIDE` bytes on).
+    /// output of `out`; fp8 operands with their `scales`.
     #[allow(clippy::too_many_arguments)]
-    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: u64, workspace: u64, count: usize) -> Result<Problem, String>;
+    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: Option<Scales>, workspace: u64, count: usize) -> Result<Problem, String>;
     /// Enqueues one GEMM with algorithm `i` of `p` on `stream`.
     #[allow(clippy::too_many_arguments)]
     fn matmul(&self, p: &Problem, i: usize, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Result<(), String>;
@@ -235,7 +247,7 @@ impl<H: Heuristic> Vendor for Lt<H> {
         self.version
     }
 
-    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: u64, workspace: u64, count: usize) -> Result<Problem, String> {
+    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: Option<Scales>, workspace: u64, count: usize) -> Result<Problem, String> {
         let v = &self.values;
         // The data types share their numbers (hipDataType, cudaDataType).
         let (t, to) = (skinnylt::route::hip_from_dtype(dtype), skinnylt::route::hip_from_dtype(out));
@@ -251,9 +263,13 @@ impl<H: Heuristic> Vendor for Lt<H> {
                 set(v.desc_epilogue, &v.epilogue_bias.to_le_bytes())?;
                 set(v.desc_bias_pointer, &bias.to_le_bytes())?;
             }
-            if scales != 0 {
-                set(v.desc_a_scale_pointer, &scales.to_le_bytes())?;
-                set(v.desc_b_scale_pointer, &(scales + crate::bench::SCALE_STRIDE).to_le_bytes())?;
+            if let Some(s) = scales {
+                set(v.desc_a_scale_pointer, &s.a.to_le_bytes())?;
+                set(v.desc_b_scale_pointer, &s.b.to_le_bytes())?;
+                if s.outer_vec {
+                    set(v.desc_a_scale_mode, &skinnylt::abi::SCALE_MODE_OUTER_VEC_32F.to_le_bytes())?;
+                    set(v.desc_b_scale_mode, &skinnylt::abi::SCALE_MODE_OUTER_VEC_32F.to_le_bytes())?;
+                }
             }
             lt!(self, MatrixLayoutCreate(&mut p.a, t, k, n, k as i64))?;
             lt!(self, MatrixLayoutCreate(&mut p.b, t, k, m, k as i64))?;
