@@ -358,12 +358,12 @@ SK_DEVICE u16 out_from_f32(int flags, float f) {
 // What the epilogue reads once per thread: alpha and beta (from the device in
 // pointer mode DEVICE, after the PDL wait like every other load), whether C is read,
 // and, for fp8 operands, their per-tensor scales, folded into alpha (scale vectors
-// are read per output: vector_scale). Routing sends scales with fp8 operands only,
+// are read per output: row_scale, token_scale). Routing sends scales with fp8 operands only,
 // so 16-bit kernels carry no scale code: the epilogue's code size shows in small
 // shapes' times (docs/design.md).
 //
-// `plain`: alpha (with per-tensor scales) and a bias of the output type, nothing
-// else: the decode GEMM's common case. Its code is kept apart from the full
+// `plain`: alpha (with per-tensor scales), scale vectors (fp8) and a bias of the
+// output type, nothing else: the decode GEMM's common case, per-row fp8 included. Its code is kept apart from the full
 // epilogue's and as small as before the full one existed: an epilogue runs once per
 // CTA, from an instruction cache that the streamed weights keep cold, so its code
 // size shows in small shapes' times (the full epilogue inlined into every output
@@ -381,7 +381,7 @@ SK_DEVICE EpilogueArgs epilogue_args(const GemmParams& p) {
   if (p.alpha_ptr) e.alpha = load_global_f32(p.alpha_ptr);
   if (p.beta_ptr) e.beta = load_global_f32(p.beta_ptr);
   e.read_c = p.c && e.beta != 0.f;  // beta = 0: C is never read (a NaN there stays out)
-  e.plain = !e.read_c && !(p.flags & (EPI_RELU | EPI_GELU | EPI_BIAS_F32 | SCALE_A_VEC | SCALE_B_VEC));
+  e.plain = !e.read_c && !(p.flags & (EPI_RELU | EPI_GELU | EPI_BIAS_F32));
   if constexpr (T::fp8) {
     if (p.a_scale && !(p.flags & SCALE_A_VEC)) e.alpha *= load_global_f32(p.a_scale);
     if (p.b_scale && !(p.flags & SCALE_B_VEC)) e.alpha *= load_global_f32(p.b_scale);
@@ -389,16 +389,26 @@ SK_DEVICE EpilogueArgs epilogue_args(const GemmParams& p) {
   return e;
 }
 
-// The product of the scale-vector entries of output (n, t): A's (weights) per
-// output feature n, B's (activations) per token t; 1 without vectors.
+// The scale-vector entries of an output: A's (weights) per output feature n, B's
+// (activations) per token t; 1 without vectors, past N or M, and in 16-bit kernels
+// (which so carry no scale code). Callers load a thread's scales before it stores
+// anything: a load after a store to Y waits for the store (they may alias), and a
+// scale load per output measured +0.3-0.6 us per GEMM on the H100.
+template <typename T>
+SK_DEVICE float row_scale(const GemmParams& p, int n) {
+  if constexpr (T::fp8)
+    if ((p.flags & SCALE_A_VEC) && n < p.n) return p.a_scale[n];
+  return 1.f;
+}
+template <typename T>
+SK_DEVICE float token_scale(const GemmParams& p, int t) {
+  if constexpr (T::fp8)
+    if ((p.flags & SCALE_B_VEC) && t < p.m) return p.b_scale[t];
+  return 1.f;
+}
 template <typename T>
 SK_DEVICE float vector_scale(const GemmParams& p, int n, int t) {
-  float s = 1.f;
-  if constexpr (T::fp8) {
-    if (p.flags & SCALE_A_VEC) s *= p.a_scale[n];
-    if (p.flags & SCALE_B_VEC) s *= p.b_scale[t];
-  }
-  return s;
+  return row_scale<T>(p, n) * token_scale<T>(p, t);
 }
 
 // bias[n] as fp32, or 0 without a bias or past N.
@@ -429,10 +439,11 @@ SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, i
     p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, epilogue_value(p, e, v, vector_scale<T>(p, n, t), bias, c));
   }
 }
+// `scale`: vector_scale(n, t), already loaded (1 in 16-bit kernels).
 template <typename T>
-SK_DEVICE void store_output_plain(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias) {
+SK_DEVICE void store_output_plain(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias, float scale) {
   if (n < p.n && t < p.m) {
-    v *= e.alpha;
+    v *= e.alpha * scale;
     if (p.bias) v += bias;
     p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, v);
   }
@@ -522,37 +533,53 @@ struct StagedTile {
     }
   }
 
+  // The plain epilogue of one chunk (see EpilogueArgs), with fp8 scale vectors (VEC:
+  // the chunk's, loaded before its store) or without (the per-tensor and 16-bit
+  // code, kept as small as it was).
+  template <bool VEC>
+  static SK_DEVICE void store_chunk_plain(const GemmParams& p, const EpilogueArgs& e, int t, int n, const float (&v)[8]) {
+    float s[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
+    if constexpr (VEC) {
+      const float ts = token_scale<T>(p, t);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) s[j] = row_scale<T>(p, n + j) * ts;
+    }
+    const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias) & 15) == 0;
+    if (!vec) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (n + j < p.n) store_output_plain<T>(p, e, n + j, t, v[j], p.bias ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n + j]) : 0.f, s[j]);
+      return;
+    }
+    u32x4 b = {0, 0, 0, 0};
+    if (p.bias) b = *(const u32x4*)((const u16*)p.bias + n);
+    const u32 bw[4] = {b.x, b.y, b.z, b.w};
+    u32 out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float a0 = v[2 * j] * (e.alpha * s[2 * j]), a1 = v[2 * j + 1] * (e.alpha * s[2 * j + 1]);
+      if (p.bias) {
+        a0 += out_to_f32<T>(p.flags, (u16)(bw[j] & 0xffff));
+        a1 += out_to_f32<T>(p.flags, (u16)(bw[j] >> 16));
+      }
+      out[j] = (u32)out_from_f32<T>(p.flags, a0) | (u32)out_from_f32<T>(p.flags, a1) << 16;
+    }
+    *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
+  }
+
   // Eight outputs of token row t, columns [n, n+8) of the tile through the
-  // epilogue (the plain one apart): 16-B loads of C and the bias and one 16-B
-  // store where their alignment allows, else per-output loads and masked scalar stores.
+  // epilogue (the plain one apart: store_chunk_plain): 16-B loads of C and the bias
+  // and one 16-B store where their alignment allows, else per-output loads and
+  // masked scalar stores.
   static SK_DEVICE void store_chunk(const GemmParams& p, const EpilogueArgs& e, const TileCoord& c, int ch, f32x4 lo,
                                     f32x4 hi) {
     const int t = c.m0 + ch / (TILE_N / 8), n = c.n0 + ch % (TILE_N / 8) * 8;
     if (t >= p.m || n >= p.n) return;
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
     if (e.plain) {
-      const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias) & 15) == 0;
-      if (!vec) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          if (n + j < p.n) store_output_plain<T>(p, e, n + j, t, v[j], p.bias ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n + j]) : 0.f);
-        return;
-      }
-      u32x4 b = {0, 0, 0, 0};
-      if (p.bias) b = *(const u32x4*)((const u16*)p.bias + n);
-      const u32 bw[4] = {b.x, b.y, b.z, b.w};
-      u32 out[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        float a0 = v[2 * j] * e.alpha, a1 = v[2 * j + 1] * e.alpha;
-        if (p.bias) {
-          a0 += out_to_f32<T>(p.flags, (u16)(bw[j] & 0xffff));
-          a1 += out_to_f32<T>(p.flags, (u16)(bw[j] >> 16));
-        }
-        out[j] = (u32)out_from_f32<T>(p.flags, a0) | (u32)out_from_f32<T>(p.flags, a1) << 16;
-      }
-      *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
-      return;
+      if constexpr (T::fp8)
+        if (p.flags & (SCALE_A_VEC | SCALE_B_VEC)) return store_chunk_plain<true>(p, e, t, n, v);
+      return store_chunk_plain<false>(p, e, t, n, v);
     }
     const u64 c_bits = e.read_c ? (u64)p.c | (u64)p.ldc * 2 : 0;
     const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias | c_bits) & 15) == 0;

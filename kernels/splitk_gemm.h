@@ -266,15 +266,40 @@ struct SplitK {
   static SK_DEVICE void store_outputs(const GemmParams& p, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
                                       u32 owned, int lane, int n_wave, int m0, int t_wave) {
     const EpilogueArgs e = epilogue_args<T>(p);
-    // One branch, then one of the two epilogues for every output (see EpilogueArgs);
+    // One branch, then one of the epilogues for every output (see EpilogueArgs);
     // the plain one's bias is of the output type.
     if (e.plain) {
-      load_bias(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
-      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output_plain<T>(p, e, n, t, v, b); });
+      if constexpr (T::fp8)
+        if (p.flags & (SCALE_A_VEC | SCALE_B_VEC)) return store_plain<true>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
+      store_plain<false>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
     } else {
       load_bias(bias, lane, n_wave, [&](int n) { return bias_at<T>(p, n); });
-      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
+      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int, int, int, int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
     }
+  }
+  // The plain epilogue, with fp8 scale vectors (VEC: the lane's row and token scales
+  // loaded with the bias, before any store) or without: the per-tensor and 16-bit
+  // code stays as small as it was (see EpilogueArgs).
+  template <bool VEC>
+  static SK_DEVICE void store_plain(const GemmParams& p, const EpilogueArgs& e, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
+                                    u32 owned, int lane, int n_wave, int m0, int t_wave) {
+    load_bias(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
+    float rs[RA][4] = {}, ts[TA][4] = {};
+    if constexpr (VEC) {
+      load_bias(rs, lane, n_wave, [&](int n) { return row_scale<T>(p, n); });
+#pragma unroll
+      for (int ta = 0; ta < TA; ++ta)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          int row, tok;
+          Atom::out_coord(lane, r, row, tok);
+          ts[ta][r] = token_scale<T>(p, m0 + t_wave + ta * Atom::TOKS + tok);
+        }
+    }
+    store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
+      if constexpr (VEC) store_output_plain<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
+      else store_output_plain<T>(p, e, n, t, v, b, 1.f);
+    });
   }
   template <typename Load>
   static SK_DEVICE void load_bias(float (&bias)[RA][4], int lane, int n_wave, Load load) {
@@ -299,7 +324,7 @@ struct SplitK {
           if (!(owned >> (ra * TA + ta) & 1)) continue;
           int row, tok;
           Atom::out_coord(lane, r, row, tok);
-          store(n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r], bias[ra][r]);
+          store(ra, ta, r, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r], bias[ra][r]);
         }
   }
 
