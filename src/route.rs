@@ -227,6 +227,13 @@ impl Problem {
         self.bias != 0
     }
 
+    /// How its fp8 operands are scaled: per row (and token) where either scale is a
+    /// vector, else per tensor (also for 16-bit operands, which carry no scales).
+    pub fn scale_kind(&self) -> crate::tuning::schema::ScaleKind {
+        use crate::tuning::schema::ScaleKind;
+        if self.epilogue & (SCALE_A_VEC | SCALE_B_VEC) != 0 { ScaleKind::Row } else { ScaleKind::Tensor }
+    }
+
     /// The problem as the kernels see it: K and the operand strides in 16-bit
     /// units (`DType::per_unit`; routing made them whole), so that planning and
     /// launching are the same for every operand size, and the bytes are right.

@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::gpu::Arch;
 use crate::kernels;
 use crate::route::Problem;
-use schema::{DType, TuningFile};
+use schema::{DType, ScaleKind, TuningFile};
 
 /// What to run for one problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +38,8 @@ pub enum Choice {
 #[derive(Clone, Debug, Default)]
 pub struct Tuning {
     pub source: String,
-    by_shape: FxHashMap<(DType, u32, u32, bool), Vec<Band>>,
+    /// Bands by (dtype, N, K, bias, the scale kind they were measured with).
+    by_shape: FxHashMap<(DType, u32, u32, bool, ScaleKind), Vec<Band>>,
     /// Measured winners a shape no band holds for borrows its choice from
     /// (`transfer`); empty unless the file has anchors.
     anchors: Vec<Anchor>,
@@ -390,7 +391,7 @@ impl Tuning {
             if is_anchor {
                 continue;
             }
-            t.by_shape.entry((e.dtype, e.n, e.k, e.bias)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, measured });
+            t.by_shape.entry((e.dtype, e.n, e.k, e.bias, e.scales)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, measured });
             t.entries += 1;
         }
         if let Some(first) = unknown {
@@ -404,7 +405,7 @@ impl Tuning {
     /// in elements, as tables list K).
     pub fn single(p: &Problem, choice: Choice) -> Tuning {
         let mut t = Tuning { source: "forced".into(), entries: 1, ..Default::default() };
-        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias()), vec![Band { m_min: p.m, m_max: p.m, choice, measured: true }]);
+        t.by_shape.insert((p.dtype, p.n, p.k, p.has_bias(), p.scale_kind()), vec![Band { m_min: p.m, m_max: p.m, choice, measured: true }]);
         t
     }
 
@@ -420,9 +421,10 @@ impl Tuning {
     }
 
     /// Every measured entry that runs a kernel, as (dtype, N, K, bias, the M it was
-    /// measured at), in no particular order: what a correctness suite of the table covers.
+    /// measured at), in no particular order: what a correctness suite of the table
+    /// covers (an fp8 shape measured with both scale kinds is listed twice).
     pub fn measured_runs(&self) -> impl Iterator<Item = (DType, u32, u32, bool, u32)> + '_ {
-        self.by_shape.iter().flat_map(|(&(dtype, n, k, bias), bands)| {
+        self.by_shape.iter().flat_map(|(&(dtype, n, k, bias, _), bands)| {
             bands.iter().filter(|b| b.measured && matches!(b.choice, Choice::Run { .. })).map(move |b| (dtype, n, k, bias, b.m_min))
         })
     }
@@ -473,10 +475,17 @@ impl Tuning {
     }
 
     /// The table's band for this problem's shape and token count, if it lists one.
-    /// `p` is the engine's (`Problem::unit_view`); tables list K in elements.
+    /// `p` is the engine's (`Problem::unit_view`); tables list K in elements. fp8
+    /// with per-row scales takes the per-row band, else the per-tensor one: a
+    /// per-tensor run verdict holds per row too (the vendor slows more than
+    /// skinnylt, see `ScaleKind`), a per-tensor forward is only conservative.
     pub fn lookup(&self, p: &Problem) -> Option<Band> {
-        let bands = self.by_shape.get(&(p.dtype, p.n, p.k * p.dtype.per_unit(), p.has_bias()))?;
-        bands.iter().find(|b| b.m_min <= p.m && p.m <= b.m_max).copied()
+        let find = |kind| {
+            let bands = self.by_shape.get(&(p.dtype, p.n, p.k * p.dtype.per_unit(), p.has_bias(), kind))?;
+            bands.iter().find(|b| b.m_min <= p.m && p.m <= b.m_max).copied()
+        };
+        let kind = p.scale_kind();
+        find(kind).or_else(|| if kind == ScaleKind::Row { find(ScaleKind::Tensor) } else { None })
     }
 }
 
@@ -752,6 +761,36 @@ mod tests {
         p.bias = 0;
         assert!(!Tuning::parse(Arch::Sm90, &model, "test").unwrap().lookup(&p).unwrap().measured);
         assert!(Tuning::parse(Arch::Gfx942, text, "x").is_err());
+    }
+
+    /// fp8 entries hold for the scale kind they were measured with: per-row calls
+    /// take the per-row band where the table has one, else the per-tensor band;
+    /// per-tensor calls never take a per-row band.
+    #[test]
+    fn fp8_bands_follow_the_scale_kind_they_were_measured_with() {
+        let kernel = r#""kernel":{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true},"split_k":2"#;
+        let text = format!(
+            r#"{{"schema":1,"arch":"sm90","entries":[
+          {{"dtype":"e4m3","n":2880,"k":2880,"bias":false,"m_min":1,"m_max":8,"source":"measured"}},
+          {{"dtype":"e4m3","n":2880,"k":2880,"bias":false,"m_min":1,"m_max":8,"source":"measured","scales":"row",{kernel}}},
+          {{"dtype":"e4m3","n":1024,"k":2880,"bias":false,"m_min":1,"m_max":8,"source":"measured",{kernel}}}]}}"#
+        );
+        let t = Tuning::parse(Arch::Sm90, &text, "test").unwrap();
+        assert_eq!(t.entries, 3);
+        let per_tensor = Problem::packed(DType::E4m3, 4, 2880, 2880, false).unit_view();
+        let per_row = Problem { epilogue: crate::kernels::params::SCALE_A_VEC | crate::kernels::params::SCALE_B_VEC, ..per_tensor };
+        assert_eq!(per_row.scale_kind(), ScaleKind::Row);
+        assert_eq!(t.lookup(&per_tensor).map(|b| b.choice), Some(Choice::Forward));
+        assert!(matches!(t.lookup(&per_row).map(|b| b.choice), Some(Choice::Run { split_k: 2, .. })));
+        // Only a token scale vector is per row too; a shape measured per tensor only
+        // answers per-row calls with its per-tensor band.
+        let token_only = Problem { epilogue: crate::kernels::params::SCALE_B_VEC, n: 1024, ..per_tensor };
+        assert!(matches!(t.lookup(&token_only).map(|b| b.choice), Some(Choice::Run { split_k: 2, .. })));
+        // The field is written only for per-row entries.
+        let file: TuningFile = serde_json::from_str(&text).unwrap();
+        let back = serde_json::to_string(&file).unwrap();
+        assert_eq!(back.matches(r#""scales":"row""#).count(), 1);
+        assert!(!back.contains("tensor"));
     }
 
     /// Transfer: the nearest anchor's kernel, at the split that gives the problem the

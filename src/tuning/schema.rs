@@ -357,6 +357,29 @@ pub struct Entry {
     pub us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor_us: Option<f64>,
+    /// fp8: the scales the entry was measured with ("row": per row of W and per
+    /// token; absent: per tensor).
+    #[serde(default, skip_serializing_if = "ScaleKind::is_tensor")]
+    pub scales: ScaleKind,
+}
+
+/// How fp8 operands are scaled: one value per tensor, or one per row of W and one
+/// per token (hipBLASLt's and cuBLASLt's `OUTER_VEC_32F`). A table's verdict holds
+/// for the kind it was measured with: the vendor's speed depends on it (cuBLASLt's
+/// outer-vector kernels took 1.08-2.85x as long as its per-tensor ones on the
+/// public grid on the H100), skinnylt's hardly (median 1.006x).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScaleKind {
+    #[default]
+    Tensor,
+    Row,
+}
+
+impl ScaleKind {
+    pub fn is_tensor(&self) -> bool {
+        *self == ScaleKind::Tensor
+    }
 }
 
 fn one() -> u32 {

@@ -69,6 +69,19 @@ pub enum ScaleArg {
 }
 
 impl ShapeArgs {
+    /// The scale kind of the measurements: per row only for fp8 operands, whose
+    /// calls carry scales (an error for 16-bit ones, which carry none).
+    pub fn scale_kind(&self) -> Result<skinnylt::tuning::schema::ScaleKind, String> {
+        use skinnylt::tuning::schema::ScaleKind;
+        match self.scales {
+            ScaleArg::Tensor => Ok(ScaleKind::Tensor),
+            ScaleArg::Row if DType::from(self.dtype).is_fp8() => Ok(ScaleKind::Row),
+            ScaleArg::Row => Err("--scales row applies to fp8 operands (--dtype e4m3)".into()),
+        }
+    }
+}
+
+impl ShapeArgs {
     /// The selected grid groups, then the extra shapes.
     pub fn shapes(&self) -> Result<Vec<Shape>, String> {
         let groups: &[&str] = if !self.groups.is_empty() {
@@ -282,7 +295,7 @@ impl<'a> ColdSets<'a> {
         // between neighbouring rows and tokens.
         let outer_vec = scale == ScaleArg::Row;
         let (na, nb) = if outer_vec { (n, m) } else { (1, 1) };
-        let value = |i: usize| if outer_vec { (1.0 + (i % 8) as f32 / 8.0) * if i % 3 == 0 { 0.5 } else { 1.0 } } else { 1.0 };
+        let value = |i: usize| if outer_vec { (1.0 + (i % 8) as f32 / 8.0) * if i.is_multiple_of(3) { 0.5 } else { 1.0 } } else { 1.0 };
         let (sa, sb): (Vec<f32>, Vec<f32>) = ((0..na).map(value).collect(), (0..nb).map(|i| value(i + 5)).collect());
         let b_at = (4 * na as u64).next_multiple_of(SCALE_ALIGN);
         let sbuf = Buf(cu, cu.malloc((b_at + 4 * nb as u64) as usize)?);
@@ -464,6 +477,7 @@ pub fn host_time(cu: &Gpu, s: *mut c_void, reps: usize, count: usize, call: impl
 fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
     let rig = Rig::open(cu)?;
     let dtype: DType = a.select.dtype.into();
+    a.select.scale_kind()?;
     println!("{}", device_line(&rig));
     if dtype.is_fp8() {
         println!("fp8 scales: {}", if a.select.scales == ScaleArg::Row { "one per row of W and one per token (OUTER_VEC_32F), both sides" } else { "one per tensor" });
@@ -568,8 +582,11 @@ impl Bencher<'_> {
         let l = Linear::with_options(self.dtype, m, n, k, k, k, n, &o)?;
         let dev = &self.rig.dev;
         use skinnylt::engine::Error;
-        // As the calls are routed: batch-invariant under SKINNYLT_BATCH_INVARIANT.
-        let problem = skinnylt::route::Problem { batch_invariant: skinnylt::process::get().config.batch_invariant, ..sh.problem(self.dtype) };
+        // As the calls are routed: batch-invariant under SKINNYLT_BATCH_INVARIANT, by
+        // the bands of the calls' scale kind.
+        let vec_scales = cs.scales.is_some_and(|s| s.outer_vec);
+        let epilogue = if vec_scales { skinnylt::kernels::params::SCALE_A_VEC | skinnylt::kernels::params::SCALE_B_VEC } else { 0 };
+        let problem = skinnylt::route::Problem { batch_invariant: skinnylt::process::get().config.batch_invariant, epilogue, ..sh.problem(self.dtype) };
         let deployed_forward = matches!(dev.choose(&problem, dev.pdl(), true), Err(Error::TunedForward | Error::PlannerForward));
         let before = crate::counters().intercepted;
         let probe = self.run_ours(&l, cs, 0);

@@ -15,7 +15,7 @@ use skinnylt::kernels;
 use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, token_tiles};
 use skinnylt::tuning::{Choice, TRANSFER_RULE, TransferRule, Tuning};
-use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, TuningFile, VendorCost, target};
+use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, ScaleKind, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
 
@@ -217,6 +217,7 @@ fn anchors(measured: &[Measured], file: &TuningFile) -> Vec<Entry> {
             source: "measured".into(),
             us: Some(crate::tune::hundredths(best.us)),
             vendor_us: Some(crate::tune::hundredths(pr.vendor_us)),
+            scales: ScaleKind::Tensor,
         };
         if p.dtype == DType::Bf16 {
             out.push(Entry { dtype: DType::F16, source: "measured (bf16)".into(), ..e.clone() });

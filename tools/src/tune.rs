@@ -14,7 +14,7 @@ use skinnylt::route::{DType, Problem};
 use skinnylt::tuning;
 use skinnylt::tuning::Choice;
 use skinnylt::tuning::fallback::{Fallback, MIN_BLOCKS};
-use skinnylt::tuning::schema::{Entry, Provenance, TuningFile};
+use skinnylt::tuning::schema::{Entry, Provenance, ScaleKind, TuningFile};
 
 use crate::bench::{ColdSets, Rig, ShapeArgs, median, on_gpu, time_graph, units};
 use crate::client::Handle;
@@ -94,6 +94,11 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
     let dev = &rig.dev;
     let out = out_path(a, dev.arch, Some(&dev.info.name), dev.pdl());
     let dtype: DType = a.select.dtype.into();
+    let scales = a.select.scale_kind()?;
+    // A dump's vendor times are what `fit` models the vendor by, per tensor.
+    if scales == ScaleKind::Row && a.dump.is_some() {
+        return Err("--dump measures with per-tensor scales (what `fit` models): drop --scales row".into());
+    }
     let mut file = resume(&out, dev)?;
     // Confirmation rounds: an odd number, so that the median is one of them.
     let rounds = if a.confirm > 0 { a.confirm | 1 } else { 0 };
@@ -105,10 +110,10 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         Some(path) => Some(std::cell::RefCell::new(std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{path}: {e}"))?)),
         None => None,
     };
-    let tuner = Tuner { rig: &rig, a, dtype, rounds, progress: Progress::new(shapes.len()), ws, h, dump };
+    let tuner = Tuner { rig: &rig, a, dtype, scales, rounds, progress: Progress::new(shapes.len()), ws, h, dump };
     for (si, sh) in shapes.iter().enumerate() {
         // Model entries (tune --model, the shipped AMD tables) are replaced, not kept.
-        if file.entries.iter().any(|e| same_shape(e, dtype, sh) && e.source.starts_with("measured")) {
+        if file.entries.iter().any(|e| same_shape(e, dtype, scales, sh) && e.source.starts_with("measured")) {
             tuner.progress.skip();
             continue;
         }
@@ -197,8 +202,8 @@ fn write_file(out: &str, file: &TuningFile) -> Result<(), String> {
 }
 
 /// Whether `e` is the entry of shape `sh` (at its M) for `dtype`.
-fn same_shape(e: &Entry, dtype: DType, sh: &Shape) -> bool {
-    e.dtype == dtype && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m
+fn same_shape(e: &Entry, dtype: DType, scales: ScaleKind, sh: &Shape) -> bool {
+    e.dtype == dtype && e.scales == scales && e.n == sh.n && e.k == sh.k && e.bias == sh.bias && e.m_min == sh.m
 }
 
 /// The token range of `sh`'s entry ends below the next measured M of its shape
@@ -210,8 +215,8 @@ fn m_max(shapes: &[Shape], sh: &Shape) -> u32 {
 
 /// The entry of `sh` for `dtype`, covering M from `sh.m` to `m_max`, with no kernel,
 /// split 1 and no times: callers set what they chose and measured.
-fn shape_entry(dtype: DType, sh: &Shape, m_max: u32, source: String) -> Entry {
-    Entry { dtype, n: sh.n, k: sh.k, bias: sh.bias, m_min: sh.m, m_max, kernel: None, split_k: 1, source, us: None, vendor_us: None }
+fn shape_entry(dtype: DType, scales: ScaleKind, sh: &Shape, m_max: u32, source: String) -> Entry {
+    Entry { dtype, n: sh.n, k: sh.k, bias: sh.bias, m_min: sh.m, m_max, kernel: None, split_k: 1, source, us: None, vendor_us: None, scales }
 }
 
 /// A time as the file keeps it: µs, two decimals.
@@ -225,6 +230,8 @@ struct Tuner<'a> {
     rig: &'a Rig<'a>,
     a: &'a Args,
     dtype: DType,
+    /// The scales the entries are measured with (`--scales`).
+    scales: ScaleKind,
     /// Rounds of the confirmation pass (odd; 0: none).
     rounds: usize,
     progress: Progress,
@@ -350,14 +357,14 @@ impl<'a> Tuner<'a> {
         let ke = self.kernel(found.kernel);
         // fp8 has no 16-bit twin to mirror to.
         for d in if self.a.mirror_dtype && !dtype.is_fp8() { vec![dtype, other(dtype)] } else { vec![dtype] } {
-            file.entries.retain(|e| !same_shape(e, d, sh));
+            file.entries.retain(|e| !same_shape(e, d, self.scales, sh));
             let source = if d == dtype { "measured".into() } else { format!("measured ({})", dtype.name()) };
             file.entries.push(Entry {
                 kernel: (!forward).then_some(ke.config),
                 split_k: if forward { 1 } else { found.split_k },
                 us: Some(hundredths(found.ours)),
                 vendor_us: Some(hundredths(found.vendor)),
-                ..shape_entry(d, sh, m_max, source)
+                ..shape_entry(d, self.scales, sh, m_max, source)
             });
         }
     }
@@ -639,7 +646,7 @@ fn model_entries(arch: gpu::Arch, fallback: &Fallback, shapes: &[Shape]) -> Resu
                 kernel: Some(kernels::for_arch(arch).kernels[kernel].config),
                 split_k,
                 us: Some(hundredths(fixed_us + bytes / (bw * eff) * 1e6)),
-                ..shape_entry(dtype, sh, m_max, "model".into())
+                ..shape_entry(dtype, ScaleKind::Tensor, sh, m_max, "model".into())
             });
         }
     }
@@ -677,6 +684,20 @@ mod tests {
         let a = Cli::parse_from(["tune", "--out", "my.json"]).args;
         assert_eq!(out_path(&a, gpu::Arch::Gfx950, None, true), "my.json");
         assert_eq!(out_path(&a, gpu::Arch::Sm90, Some("NVIDIA H200"), false), "my.json");
+    }
+
+    /// `--scales row` measures fp8 per row, writes entries marked so, and is refused
+    /// for 16-bit operands; entries of the two kinds are different shapes to resume.
+    #[test]
+    fn row_scales_are_an_fp8_measurement_of_their_own() {
+        let kind = |argv: &[&str]| Cli::parse_from(argv).args.select.scale_kind();
+        assert_eq!(kind(&["tune", "--dtype", "e4m3"]), Ok(ScaleKind::Tensor));
+        assert_eq!(kind(&["tune", "--dtype", "e4m3", "--scales", "row"]), Ok(ScaleKind::Row));
+        assert!(kind(&["tune", "--scales", "row"]).is_err());
+        let sh = Shape { group: "G2", m: 1, n: 2880, k: 2880, bias: true };
+        let row = shape_entry(DType::E4m3, ScaleKind::Row, &sh, 1, "measured".into());
+        assert!(same_shape(&row, DType::E4m3, ScaleKind::Row, &sh));
+        assert!(!same_shape(&row, DType::E4m3, ScaleKind::Tensor, &sh));
     }
 
     #[test]

@@ -142,7 +142,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
 
     // problem(): F.linear for M = 4, N = 1024, K = 4096, bf16, with a bias.
     let (m, n, k, bias, ws_bytes) = (4u64, 1024u64, 4096u64, 0xB1A5_0000u64, 32u64 << 20);
-    let p = lt.problem(DType::Bf16, DType::Bf16, m, n, k, bias, 0, ws_bytes, 8).expect("problem");
+    let p = lt.problem(DType::Bf16, DType::Bf16, m, n, k, bias, None, ws_bytes, 8).expect("problem");
     let calls = stub.take();
     assert_eq!(
         names(&calls),
@@ -207,7 +207,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
     assert_eq!(calls.iter().map(|c| c.args[0]).collect::<Vec<_>>(), [pref, a, b, d, desc]);
 
     // Without a bias: no epilogue and no bias pointer.
-    let p = lt.problem(DType::F16, DType::F16, m, n, k, 0, 0, ws_bytes, 8).expect("problem without bias");
+    let p = lt.problem(DType::F16, DType::F16, m, n, k, 0, None, ws_bytes, 8).expect("problem without bias");
     let calls = stub.take();
     let attrs: Vec<u64> = calls.iter().filter(|c| c.name == "hipblasLtMatmulDescSetAttribute").map(|c| c.args[1]).collect();
     assert_eq!(attrs, [attr(abi::desc_attr::TRANSA), attr(abi::desc_attr::TRANSB)]);
@@ -215,9 +215,28 @@ fn hipblaslt_vendor_calls_the_real_library() {
     lt.free(p);
     stub.take();
 
+    // fp8 with per-row scales: both scale pointers, then both modes OUTER_VEC_32F;
+    // per tensor: the pointers alone (mode SCALAR_32F is the library's default).
+    let (sa, sb) = (0x5CA1_0000u64, 0x5CA1_1000u64);
+    for outer_vec in [true, false] {
+        let scales = vendor::Scales { a: sa, b: sb, outer_vec };
+        let p = lt.problem(DType::E4m3Fnuz, DType::Bf16, m, n, k, 0, Some(scales), ws_bytes, 8).expect("fp8 problem");
+        let calls = stub.take();
+        let desc = calls[0].out;
+        let attrs: Vec<[u64; 3]> = calls.iter().filter(|c| c.name == "hipblasLtMatmulDescSetAttribute").skip(2).map(|c| set_attr(c, desc)).collect();
+        let mut want = vec![[attr(abi::desc_attr::A_SCALE_POINTER), 8, sa], [attr(abi::desc_attr::B_SCALE_POINTER), 8, sb]];
+        if outer_vec {
+            let vec_mode = abi::SCALE_MODE_OUTER_VEC_32F as u64;
+            want.extend([[attr(abi::desc_attr::A_SCALE_MODE), 4, vec_mode], [attr(abi::desc_attr::B_SCALE_MODE), 4, vec_mode]]);
+        }
+        assert_eq!(attrs, want, "outer_vec = {outer_vec}");
+        lt.free(p);
+        stub.take();
+    }
+
     // A failing heuristic: the error names it and the status, and nothing leaks.
     stub.set_status(c"hipblasLtMatmulAlgoGetHeuristic", abi::STATUS_NOT_SUPPORTED);
-    let err = lt.problem(DType::Bf16, DType::Bf16, m, n, k, bias, 0, ws_bytes, 8).err().expect("the heuristic fails");
+    let err = lt.problem(DType::Bf16, DType::Bf16, m, n, k, bias, None, ws_bytes, 8).err().expect("the heuristic fails");
     assert_eq!(err, "hipblasLtMatmulAlgoGetHeuristic failed: status 7");
     let calls = stub.take();
     let created = calls.iter().filter(|c| c.name.ends_with("Create")).count();
