@@ -273,7 +273,7 @@ struct SplitK {
         if (p.flags & (SCALE_A_VEC | SCALE_B_VEC)) return store_plain<true>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
       store_plain<false>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
     } else {
-      load_bias(bias, lane, n_wave, [&](int n) { return bias_at<T>(p, n); });
+      load_lane<true>(bias, lane, n_wave, [&](int n) { return bias_at<T>(p, n); });
       store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int, int, int, int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
     }
   }
@@ -283,33 +283,29 @@ struct SplitK {
   template <bool VEC>
   static SK_DEVICE void store_plain(const GemmParams& p, const EpilogueArgs& e, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
                                     u32 owned, int lane, int n_wave, int m0, int t_wave) {
-    load_bias(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
+    load_lane<true>(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
     float rs[RA][4] = {}, ts[TA][4] = {};
     if constexpr (VEC) {
-      load_bias(rs, lane, n_wave, [&](int n) { return row_scale<T>(p, n); });
-#pragma unroll
-      for (int ta = 0; ta < TA; ++ta)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          int row, tok;
-          Atom::out_coord(lane, r, row, tok);
-          ts[ta][r] = token_scale<T>(p, m0 + t_wave + ta * Atom::TOKS + tok);
-        }
+      load_lane<true>(rs, lane, n_wave, [&](int n) { return row_scale<T>(p, n); });
+      load_lane<false>(ts, lane, m0 + t_wave, [&](int t) { return token_scale<T>(p, t); });
     }
     store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
       if constexpr (VEC) store_output_plain<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
       else store_output_plain<T>(p, e, n, t, v, b, 1.f);
     });
   }
-  template <typename Load>
-  static SK_DEVICE void load_bias(float (&bias)[RA][4], int lane, int n_wave, Load load) {
+  // One value per output of the lane, every load in flight at once: by weight row
+  // from `base` (ROW: the bias, A's scales; A = RA row atoms) or by token (B's
+  // scales; A = TA token atoms).
+  template <bool ROW, int A, typename Load>
+  static SK_DEVICE void load_lane(float (&out)[A][4], int lane, int base, Load load) {
 #pragma unroll
-    for (int ra = 0; ra < RA; ++ra)
+    for (int a = 0; a < A; ++a)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         int row, tok;
         Atom::out_coord(lane, r, row, tok);
-        bias[ra][r] = load(n_wave + ra * Atom::ROWS + row);
+        out[a][r] = load(base + (ROW ? a * Atom::ROWS + row : a * Atom::TOKS + tok));
       }
   }
   template <typename Store>
