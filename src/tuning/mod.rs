@@ -381,7 +381,10 @@ impl Tuning {
                 },
             };
             let measured = e.source.starts_with("measured");
-            if measured && transfers(e.dtype) {
+            // Anchors are per-tensor verdicts: a per-row entry's speedup is over the
+            // vendor's slower outer-vector kernels, and would lend a per-tensor call wins
+            // it does not have (per-row calls borrow per-tensor verdicts, which hold).
+            if measured && transfers(e.dtype) && e.scales.is_tensor() {
                 let speedup = match (e.us, e.vendor_us) {
                     (Some(us), Some(v)) if us > 0.0 => v / us,
                     _ => 0.0,
@@ -786,6 +789,12 @@ mod tests {
         // answers per-row calls with its per-tensor band.
         let token_only = Problem { epilogue: crate::kernels::params::SCALE_B_VEC, n: 1024, ..per_tensor };
         assert!(matches!(t.lookup(&token_only).map(|b| b.choice), Some(Choice::Run { split_k: 2, .. })));
+        // Per-row entries lend no anchor: with a per-tensor anchor in the file, the
+        // table's anchors are that one and the measured per-tensor entry that runs.
+        let with_anchor = text.replace(r#""entries":["#, &format!(r#""anchors":[{{"dtype":"e4m3","n":4096,"k":2880,"bias":false,"m_min":1,"m_max":1,"source":"measured",{kernel}}}],"entries":["#));
+        let t = Tuning::parse(Arch::Sm90, &with_anchor, "test").unwrap();
+        assert_eq!(t.anchors().len(), 3, "the file's anchor and the two per-tensor entries");
+        assert!(t.anchors().iter().all(|a| a.n != 2880 || a.choice == Choice::Forward));
         // The field is written only for per-row entries.
         let file: TuningFile = serde_json::from_str(&text).unwrap();
         let back = serde_json::to_string(&file).unwrap();
