@@ -34,9 +34,9 @@ pub struct Args {
 pub enum DTypeArg {
     Bf16,
     F16,
-    /// OCP FP8 E4M3 operands, bf16 output, per-tensor scales (sm_90, gfx950).
+    /// OCP FP8 E4M3 operands with fp32 scales, bf16 output (sm_90, gfx950).
     E4m3,
-    /// FP8 E4M3 FNUZ operands, bf16 output, per-tensor scales (gfx942).
+    /// FP8 E4M3 FNUZ operands with fp32 scales, bf16 output (gfx942).
     E4m3fnuz,
 }
 
