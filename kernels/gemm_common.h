@@ -358,17 +358,17 @@ SK_DEVICE u16 out_from_f32(int flags, float f) {
 // What the epilogue reads once per thread: alpha and beta (from the device in
 // pointer mode DEVICE, after the PDL wait like every other load), whether C is read,
 // and, for fp8 operands, their per-tensor scales, folded into alpha (scale vectors
-// are read per output: row_scale, token_scale). Routing sends scales with fp8 operands only,
-// so 16-bit kernels carry no scale code: the epilogue's code size shows in small
-// shapes' times (docs/design.md).
+// are read per output: row_scale, token_scale). Routing sends scales with fp8
+// operands only, so 16-bit kernels carry no scale code: the epilogue's code size
+// shows in small shapes' times (docs/design.md).
 //
 // `plain`: alpha (with per-tensor scales), scale vectors (fp8) and a bias of the
-// output type, nothing else: the decode GEMM's common case, per-row fp8 included. Its code is kept apart from the full
-// epilogue's and as small as before the full one existed: an epilogue runs once per
-// CTA, from an instruction cache that the streamed weights keep cold, so its code
-// size shows in small shapes' times (the full epilogue inlined into every output
-// doubled the kernels' SASS and cost N = 64, K = 7168 0.37 us: 2.49 -> 2.86 us,
-// measured on the H100).
+// output type, nothing else: the decode GEMM's common case, per-row fp8 included.
+// Its code is kept apart from the full epilogue's and as small as before the full
+// one existed: an epilogue runs once per CTA, from an instruction cache that the
+// streamed weights keep cold, so its code size shows in small shapes' times (the
+// full epilogue inlined into every output doubled the kernels' SASS and cost
+// N = 64, K = 7168 0.37 us: 2.49 -> 2.86 us, measured on the H100).
 struct EpilogueArgs {
   float alpha, beta;
   bool read_c, plain;
