@@ -358,7 +358,7 @@ SK_DEVICE u16 out_from_f32(int flags, float f) {
 // What the epilogue reads once per thread: alpha and beta (from the device in
 // pointer mode DEVICE, after the PDL wait like every other load), whether C is read,
 // and, for fp8 operands, their per-tensor scales, folded into alpha (scale vectors
-// are read per output: row_scale, token_scale). Routing sends scales with fp8
+// are loaded per output, all of a thread's before it stores: row_scale, token_scale). Routing sends scales with fp8
 // operands only, so 16-bit kernels carry no scale code: the epilogue's code size
 // shows in small shapes' times (docs/design.md).
 //
@@ -406,10 +406,6 @@ SK_DEVICE float token_scale(const GemmParams& p, int t) {
     if ((p.flags & SCALE_B_VEC) && t < p.m) return p.b_scale[t];
   return 1.f;
 }
-template <typename T>
-SK_DEVICE float vector_scale(const GemmParams& p, int n, int t) {
-  return row_scale<T>(p, n) * token_scale<T>(p, t);
-}
 
 // bias[n] as fp32, or 0 without a bias or past N.
 template <typename T>
@@ -430,16 +426,16 @@ SK_DEVICE float epilogue_value(const GemmParams& p, const EpilogueArgs& e, float
 }
 
 // The epilogue of one output value: the above, convert, masked store. `bias`:
-// bias_at(n), already loaded. A caller branches once on `e.plain` and stores a
-// whole group of outputs with one of the two (see EpilogueArgs).
+// bias_at(n) and `scale`: row_scale(n) * token_scale(t), both already loaded (the scale is 1
+// in 16-bit kernels). A caller branches once on `e.plain` and stores a whole group
+// of outputs with one of the two (see EpilogueArgs).
 template <typename T>
-SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias) {
+SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias, float scale) {
   if (n < p.n && t < p.m) {
     const float c = e.read_c ? out_to_f32<T>(p.flags, p.c[(i64)t * p.ldc + n]) : 0.f;
-    p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, epilogue_value(p, e, v, vector_scale<T>(p, n, t), bias, c));
+    p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, epilogue_value(p, e, v, scale, bias, c));
   }
 }
-// `scale`: vector_scale(n, t), already loaded (1 in 16-bit kernels).
 template <typename T>
 SK_DEVICE void store_output_plain(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias, float scale) {
   if (n < p.n && t < p.m) {
@@ -538,12 +534,8 @@ struct StagedTile {
   // code, kept as small as it was).
   template <bool VEC>
   static SK_DEVICE void store_chunk_plain(const GemmParams& p, const EpilogueArgs& e, int t, int n, const float (&v)[8]) {
-    float s[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
-    if constexpr (VEC) {
-      const float ts = token_scale<T>(p, t);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) s[j] = row_scale<T>(p, n + j) * ts;
-    }
+    float s[8];
+    chunk_scales<VEC>(p, t, n, s);
     const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias) & 15) == 0;
     if (!vec) {
 #pragma unroll
@@ -567,6 +559,14 @@ struct StagedTile {
     *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};
   }
 
+  // The chunk's vector scales, all loaded before its store (VEC), else 1.
+  template <bool VEC>
+  static SK_DEVICE void chunk_scales(const GemmParams& p, int t, int n, float (&s)[8]) {
+    const float ts = VEC ? token_scale<T>(p, t) : 1.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j] = VEC ? row_scale<T>(p, n + j) * ts : 1.f;
+  }
+
   // Eight outputs of token row t, columns [n, n+8) of the tile through the
   // epilogue (the plain one apart: store_chunk_plain): 16-B loads of C and the bias
   // and one 16-B store where their alignment allows, else per-output loads and
@@ -581,12 +581,15 @@ struct StagedTile {
         if (p.flags & (SCALE_A_VEC | SCALE_B_VEC)) return store_chunk_plain<true>(p, e, t, n, v);
       return store_chunk_plain<false>(p, e, t, n, v);
     }
+    // fp8 kernels load the scales (1 without vectors); 16-bit ones carry no scale code.
+    float s[8];
+    chunk_scales<T::fp8>(p, t, n, s);
     const u64 c_bits = e.read_c ? (u64)p.c | (u64)p.ldc * 2 : 0;
     const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias | c_bits) & 15) == 0;
     if (!vec) {
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        if (n + j < p.n) store_output<T>(p, e, n + j, t, v[j], bias_at<T>(p, n + j));
+        if (n + j < p.n) store_output<T>(p, e, n + j, t, v[j], bias_at<T>(p, n + j), s[j]);
       return;
     }
     float b[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
@@ -609,8 +612,8 @@ struct StagedTile {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const float c0 = out_to_f32<T>(p.flags, (u16)(cw[j] & 0xffff)), c1 = out_to_f32<T>(p.flags, (u16)(cw[j] >> 16));
-      const float a0 = epilogue_value(p, e, v[2 * j], vector_scale<T>(p, n + 2 * j, t), b[2 * j], c0);
-      const float a1 = epilogue_value(p, e, v[2 * j + 1], vector_scale<T>(p, n + 2 * j + 1, t), b[2 * j + 1], c1);
+      const float a0 = epilogue_value(p, e, v[2 * j], s[2 * j], b[2 * j], c0);
+      const float a1 = epilogue_value(p, e, v[2 * j + 1], s[2 * j + 1], b[2 * j + 1], c1);
       out[j] = (u32)out_from_f32<T>(p.flags, a0) | (u32)out_from_f32<T>(p.flags, a1) << 16;
     }
     *(u32x4*)(p.y + (i64)t * p.ldy + n) = u32x4{out[0], out[1], out[2], out[3]};

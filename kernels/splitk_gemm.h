@@ -273,9 +273,21 @@ struct SplitK {
         if (p.flags & (SCALE_A_VEC | SCALE_B_VEC)) return store_plain<true>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
       store_plain<false>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
     } else {
+      // fp8 kernels load the lane's scales (1 without vectors) before any store;
+      // 16-bit ones carry no scale code.
       load_lane<true>(bias, lane, n_wave, [&](int n) { return bias_at<T>(p, n); });
-      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int, int, int, int n, int t, float v, float b) { store_output<T>(p, e, n, t, v, b); });
+      float rs[RA][4], ts[TA][4];
+      lane_scales<T::fp8>(p, rs, ts, lane, n_wave, m0 + t_wave);
+      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
+        store_output<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
+      });
     }
+  }
+  // The lane's row and token scales (VEC), every load in flight at once, else 1.
+  template <bool VEC>
+  static SK_DEVICE void lane_scales(const GemmParams& p, float (&rs)[RA][4], float (&ts)[TA][4], int lane, int n_wave, int t_base) {
+    load_lane<true>(rs, lane, n_wave, [&](int n) { return VEC ? row_scale<T>(p, n) : 1.f; });
+    load_lane<false>(ts, lane, t_base, [&](int t) { return VEC ? token_scale<T>(p, t) : 1.f; });
   }
   // The plain epilogue, with fp8 scale vectors (VEC: the lane's row and token scales
   // loaded with the bias, before any store) or without: the per-tensor and 16-bit
@@ -284,14 +296,10 @@ struct SplitK {
   static SK_DEVICE void store_plain(const GemmParams& p, const EpilogueArgs& e, const f32x4 (&acc)[RA * TA], float (&bias)[RA][4],
                                     u32 owned, int lane, int n_wave, int m0, int t_wave) {
     load_lane<true>(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
-    float rs[RA][4] = {}, ts[TA][4] = {};
-    if constexpr (VEC) {
-      load_lane<true>(rs, lane, n_wave, [&](int n) { return row_scale<T>(p, n); });
-      load_lane<false>(ts, lane, m0 + t_wave, [&](int t) { return token_scale<T>(p, t); });
-    }
+    float rs[RA][4], ts[TA][4];
+    lane_scales<VEC>(p, rs, ts, lane, n_wave, m0 + t_wave);
     store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
-      if constexpr (VEC) store_output_plain<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
-      else store_output_plain<T>(p, e, n, t, v, b, 1.f);
+      store_output_plain<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
     });
   }
   // One value per output of the lane, every load in flight at once: by weight row
