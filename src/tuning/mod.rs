@@ -624,10 +624,16 @@ mod tests {
             if let Some(text) = embedded_no_pdl(arch) {
                 let t = Tuning::parse(arch, text, "embedded").unwrap();
                 assert_eq!((t.skipped, t.measured()), (0, true));
-                // It re-measures the 16-bit shapes; the fp8 entries are measured with PDL only.
-                let sixteen = |text: &str| serde_json::from_str::<TuningFile>(text).unwrap().entries.iter().filter(|e| !e.dtype.is_fp8()).count();
-                assert_eq!(t.entries, sixteen(text));
-                assert_eq!(sixteen(text), sixteen(embedded(arch)));
+                // It re-measures the main table's shapes, in every dtype and scale kind.
+                let kinds = |text: &str| {
+                    let mut n = std::collections::BTreeMap::new();
+                    for e in serde_json::from_str::<TuningFile>(text).unwrap().entries {
+                        *n.entry((e.dtype.name(), e.scales == ScaleKind::Row)).or_insert(0usize) += 1;
+                    }
+                    n
+                };
+                assert_eq!(t.entries, kinds(text).values().sum::<usize>());
+                assert_eq!(kinds(text), kinds(embedded(arch)));
             }
         }
     }
