@@ -193,7 +193,20 @@ fn extended(old: &Provenance, next: Provenance) -> Provenance {
 
 /// A file's provenance: `device` and `notes`, with today's date and this command line.
 fn provenance(device: String, notes: String) -> Provenance {
-    Provenance { device, date: today(), command: std::env::args().collect::<Vec<_>>().join(" "), notes }
+    Provenance { device, date: today(), command: command_line(std::env::args(), std::env::vars()), notes }
+}
+
+/// The command as someone re-measuring would type it: `skinnylt` whatever the binary
+/// was called (an install path or a renamed copy says nothing), after the
+/// environment settings that change what is measured (PDL and its knobs, batch
+/// invariance). Paths (vendor library, tables) are left out.
+fn command_line(args: impl Iterator<Item = String>, env: impl Iterator<Item = (String, String)>) -> String {
+    let mut settings: Vec<String> = env
+        .filter(|(k, _)| k.starts_with("SKINNYLT_PDL") || k == "SKINNYLT_BATCH_INVARIANT")
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    settings.sort();
+    settings.into_iter().chain(std::iter::once("skinnylt".to_string())).chain(args.skip(1)).collect::<Vec<_>>().join(" ")
 }
 
 /// Writes a tuning file: pretty JSON and a final newline.
@@ -698,6 +711,16 @@ mod tests {
         let row = shape_entry(DType::E4m3, ScaleKind::Row, &sh, 1, "measured".into());
         assert!(same_shape(&row, DType::E4m3, ScaleKind::Row, &sh));
         assert!(!same_shape(&row, DType::E4m3, ScaleKind::Tensor, &sh));
+    }
+
+    #[test]
+    fn the_command_line_names_skinnylt_and_the_settings_that_change_the_measurement() {
+        let args = ["/tmp/x/skinnylt-copy", "tune", "--dtype", "e4m3"].map(String::from).into_iter();
+        let env = [("SKINNYLT_PDL", "0"), ("SKINNYLT_CUBLASLT", "/opt/lib/libcublasLt.so"), ("PATH", "/bin"), ("SKINNYLT_BATCH_INVARIANT", "1")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into_iter();
+        assert_eq!(command_line(args, env), "SKINNYLT_BATCH_INVARIANT=1 SKINNYLT_PDL=0 skinnylt tune --dtype e4m3");
+        assert_eq!(command_line(["skinnylt", "tune"].map(String::from).into_iter(), std::iter::empty()), "skinnylt tune");
     }
 
     #[test]
