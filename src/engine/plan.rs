@@ -57,7 +57,8 @@ pub struct Plan {
 ///    predicted time, run only where, at the slow end of its calibration, it beats
 ///    the vendor's predicted time by the model's margin when there is a library to
 ///    forward to (fp8: at least `planner::UNCALIBRATED_MARGIN`, as nothing fp8 was
-///    fitted);
+///    fitted; with per-row scales the vendor's time is at least what the table's
+///    per-row entries measured at that K: `Tuning::vendor_us`);
 /// 4. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
     if p.batch_invariant {
@@ -83,7 +84,7 @@ pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_
         Some(model) => {
             let (choice, us) = planned(model, t, p).ok_or(Error::NoKernel)?;
             let margin = if p.dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin };
-            if can_forward && model.vendor_us(p) < margin * us {
+            if can_forward && table.vendor_us(model, p) < margin * us {
                 return Err(Error::PlannerForward);
             }
             Ok(choice)
@@ -218,6 +219,17 @@ mod tests {
         planned_table.planner = Some(lenient);
         let at_uncalibrated = vendor >= crate::tuning::planner::UNCALIBRATED_MARGIN * us;
         assert_eq!(choose(&planned_table, &fb, &t, &small, true).is_ok(), at_uncalibrated);
+        // Per-row scales on both sides: the vendor takes at least what the table's
+        // per-row entries measured at that K, so a shape the planner would forward per
+        // tensor runs where that floor clears the margin.
+        let slow = |k: u32| format!(r#"{{"dtype":"e4m3","n":640,"k":{k},"bias":false,"m_min":1,"m_max":1,"source":"measured","scales":"row","vendor_us":1000.0}}"#);
+        let mut row_table = Tuning::parse(Arch::Sm90, &format!(r#"{{"schema":1,"arch":"sm90","entries":[{},{}]}}"#, slow(2880), slow(16384)), "test").unwrap();
+        row_table.planner = Some(model());
+        let vectors = crate::kernels::params::SCALE_A_VEC | crate::kernels::params::SCALE_B_VEC;
+        let per_row = Problem { epilogue: vectors, ..small };
+        let (row_pick, _) = planned(&model(), &t, &per_row).unwrap();
+        assert_eq!(choose(&row_table, &fb, &t, &per_row, true), Ok(row_pick));
+        assert_eq!(choose(&row_table, &fb, &t, &small, true), want);
         let fnuz = Problem::packed(DType::E4m3Fnuz, 4, 2880, 4096, false).unit_view();
         assert!(cat.iter().all(|k| k.dtype != DType::E4m3Fnuz));
         assert_eq!(choose(&Tuning::default(), &fb, &t, &fnuz, false), Err(Error::NoKernel));

@@ -45,6 +45,10 @@ pub struct Tuning {
     anchors: Vec<Anchor>,
     /// The planner's constants for the device, when the table has them.
     pub planner: Option<schema::CostModel>,
+    /// The vendor's measured per-row (outer-vector) fp8 times as a floor over K:
+    /// the lower convex hull of the fastest time at each K of the measured per-row
+    /// entries, as (K in elements, µs), K ascending (`vendor_row_floor_us`).
+    row_floor: Vec<(u32, f64)>,
     pub entries: usize,
     pub skipped: usize,
 }
@@ -367,6 +371,7 @@ impl Tuning {
         anchor_dtypes.sort();
         anchor_dtypes.dedup();
         let transfers = |d: DType| anchor_dtypes.contains(&d);
+        let mut row_minima = Vec::new();
         for (e, is_anchor) in file.entries.iter().map(|e| (e, false)).chain(file.anchors.iter().map(|e| (e, true))) {
             let choice = match &e.kernel {
                 None => Choice::Forward,
@@ -381,6 +386,9 @@ impl Tuning {
                 },
             };
             let measured = e.source.starts_with("measured");
+            if let (true, false, Some(v)) = (measured, e.scales.is_tensor(), e.vendor_us) {
+                row_minima.push((e.k, v));
+            }
             // Anchors are per-tensor verdicts: a per-row entry's speedup is over the
             // vendor's slower outer-vector kernels, and would lend a per-tensor call wins
             // it does not have (per-row calls borrow per-tensor verdicts, which hold).
@@ -397,11 +405,35 @@ impl Tuning {
             t.by_shape.entry((e.dtype, e.n, e.k, e.bias, e.scales)).or_default().push(Band { m_min: e.m_min, m_max: e.m_max, choice, measured });
             t.entries += 1;
         }
+        t.row_floor = lower_hull(row_minima);
         if let Some(first) = unknown {
             // One report per table, however many entries it has.
             crate::log::config_error(format_args!("{source}: {} entries name kernels not in this build (the first: {first:?}); the planner decides for them", t.skipped));
         }
         Ok(t)
+    }
+
+    /// The vendor library's predicted time (µs) on `p` (in units) by `model`; for fp8
+    /// with scale vectors on both sides, at least `vendor_row_floor_us`.
+    pub fn vendor_us(&self, model: &schema::CostModel, p: &Problem) -> f64 {
+        let both = crate::kernels::params::SCALE_A_VEC | crate::kernels::params::SCALE_B_VEC;
+        let floor = if p.dtype.is_fp8() && p.epilogue & both == both { self.vendor_row_floor_us(p) } else { None };
+        model.vendor_us(p).max(floor.unwrap_or(0.0))
+    }
+
+    /// The least time the vendor's per-row fp8 kernels were measured to take at
+    /// `p`'s K (`p` in units), from the table's per-row entries: the lower convex
+    /// hull over K of the fastest measured time at each K, between the smallest and
+    /// the largest K measured (`None` outside, or with fewer than two Ks). cuBLASLt's
+    /// outer-vector kernels take a time that grows with K whatever N and M are (on
+    /// the H100 about 9.7 µs at K = 2880 and 39 µs at K = 16384, for N = 64 as for
+    /// N = 2304), 1.07–2.8x its per-tensor time on the public grid, so the
+    /// 16-bit vendor model alone would forward per-row calls skinnylt wins.
+    pub fn vendor_row_floor_us(&self, p: &Problem) -> Option<f64> {
+        let k = p.k * p.dtype.per_unit();
+        let w = self.row_floor.windows(2).find(|w| w[0].0 <= k && k <= w[1].0)?;
+        let ((k0, t0), (k1, t1)) = (w[0], w[1]);
+        Some(t0 + (t1 - t0) * (k - k0) as f64 / (k1 - k0) as f64)
     }
 
     /// A table with one measured entry: `choice` for exactly `p`'s shape and M (`p`
@@ -490,6 +522,27 @@ impl Tuning {
         let kind = p.scale_kind();
         find(kind).or_else(|| if kind == ScaleKind::Row { find(ScaleKind::Tensor) } else { None })
     }
+}
+
+/// The lower convex hull of the fastest time at each K of `points` (K, µs), K
+/// ascending: a floor that holds under every point and interpolates between them.
+fn lower_hull(mut points: Vec<(u32, f64)>) -> Vec<(u32, f64)> {
+    points.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    points.dedup_by_key(|p| p.0);
+    let mut hull: Vec<(u32, f64)> = Vec::with_capacity(points.len());
+    for p in points {
+        // Drop the last point while it lies on or above the segment from the one
+        // before it to `p`.
+        while let [.., a, b] = hull[..] {
+            let cross = (b.0 as f64 - a.0 as f64) * (p.1 - a.1) - (b.1 - a.1) * (p.0 as f64 - a.0 as f64);
+            if cross > 0.0 {
+                break;
+            }
+            hull.pop();
+        }
+        hull.push(p);
+    }
+    hull
 }
 
 #[cfg(test)]
@@ -770,6 +823,37 @@ mod tests {
         p.bias = 0;
         assert!(!Tuning::parse(Arch::Sm90, &model, "test").unwrap().lookup(&p).unwrap().measured);
         assert!(Tuning::parse(Arch::Gfx942, text, "x").is_err());
+    }
+
+    /// The per-row vendor floor: the lower hull of each K's fastest measured per-row
+    /// time, between the Ks measured; only calls with scale vectors on both sides
+    /// see it, and only measured per-row entries make it.
+    #[test]
+    fn the_vendor_row_floor_is_the_lower_hull_of_the_measured_per_row_times() {
+        assert_eq!(lower_hull(vec![(7168, 30.0), (2880, 10.0), (16384, 40.0), (6656, 42.0), (7168, 18.0), (4096, 16.0)]), vec![(2880, 10.0), (7168, 18.0), (16384, 40.0)]);
+        assert_eq!(lower_hull(vec![(2880, 10.0)]), vec![(2880, 10.0)]);
+        let entry = |k: u32, n: u32, v: f64, extra: &str| format!(r#"{{"dtype":"e4m3","n":{n},"k":{k},"bias":false,"m_min":1,"m_max":8,"source":"measured","vendor_us":{v}{extra}}}"#);
+        let row = r#","scales":"row""#;
+        let entries = [entry(2880, 640, 10.0, row), entry(7168, 64, 18.0, row), entry(7168, 2112, 30.0, row), entry(16384, 2304, 40.0, row), entry(6656, 16384, 42.0, row), entry(4096, 2880, 16.0, row), entry(5120, 64, 3.0, "")];
+        let text = format!(r#"{{"schema":1,"arch":"sm90","entries":[{}]}}"#, entries.join(","));
+        let t = Tuning::parse(Arch::Sm90, &text, "test").unwrap();
+        let vectors = crate::kernels::params::SCALE_A_VEC | crate::kernels::params::SCALE_B_VEC;
+        let p = |k: u32, epilogue: i32| Problem { epilogue, ..Problem::packed(DType::E4m3, 4, 1024, k, false).unit_view() };
+        let floor = |k| t.vendor_row_floor_us(&p(k, vectors));
+        assert_eq!(floor(2880), Some(10.0));
+        assert_eq!(floor(5024), Some(14.0));
+        assert_eq!(floor(11776), Some(29.0));
+        assert_eq!(floor(16384), Some(40.0));
+        assert_eq!((floor(2048), floor(20480)), (None, None));
+        // The floor raises the model's prediction for calls with both vectors only.
+        let model = crate::tuning::planner::test_model(&[]);
+        let (both, one, none) = (p(5024, vectors), p(5024, crate::kernels::params::SCALE_B_VEC), p(5024, 0));
+        assert!(model.vendor_us(&both) < 14.0);
+        assert_eq!(t.vendor_us(&model, &both), 14.0);
+        assert_eq!(t.vendor_us(&model, &one), model.vendor_us(&one));
+        assert_eq!(t.vendor_us(&model, &none), model.vendor_us(&none));
+        // A table without per-row entries has no floor.
+        assert_eq!(Tuning::default().vendor_row_floor_us(&both), None);
     }
 
     /// fp8 entries hold for the scale kind they were measured with: per-row calls
