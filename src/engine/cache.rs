@@ -12,14 +12,17 @@ use crate::tuning::Choice;
 const SLOTS: usize = 4096;
 
 /// What the answer depends on besides the device: the problem's dtype, shape and
-/// bias, whether launches use PDL (its own table), whether a forward is possible
-/// and whether the problem is batch-invariant.
+/// bias, which operands carry fp8 scale vectors (the tables' bands and the
+/// vendor's per-row time differ by scale kind), whether launches use PDL (its own
+/// table), whether a forward is possible and whether the problem is batch-invariant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Key([u64; 2]);
 
 impl Key {
     pub fn new(p: &Problem, pdl: bool, can_forward: bool) -> Key {
-        let flags = (p.dtype as u64) | (p.has_bias() as u64) << 8 | (pdl as u64) << 9 | (can_forward as u64) << 10 | (p.batch_invariant as u64) << 11 | 1 << 63;
+        use crate::kernels::params::{SCALE_A_VEC, SCALE_B_VEC};
+        let vectors = ((p.epilogue & SCALE_A_VEC != 0) as u64) << 12 | ((p.epilogue & SCALE_B_VEC != 0) as u64) << 13;
+        let flags = (p.dtype as u64) | (p.has_bias() as u64) << 8 | (pdl as u64) << 9 | (can_forward as u64) << 10 | (p.batch_invariant as u64) << 11 | vectors | 1 << 63;
         Key([p.n as u64 | (p.k as u64) << 32, p.m as u64 | flags << 32])
     }
 
@@ -110,7 +113,9 @@ mod tests {
         let run = Ok(Choice::Run { kernel: 17, split_k: 6 });
         c.put(k, &run);
         assert_eq!(c.get(k), Some(run.clone()));
-        for other in [Key::new(&p, false, true), Key::new(&p, true, false), Key::new(&Problem { m: 13, ..p }, true, true), Key::new(&Problem { bias: 0, ..p }, true, true)] {
+        use crate::kernels::params::{SCALE_A_VEC, SCALE_B_VEC};
+        let scaled = |epilogue| Key::new(&Problem { epilogue, ..p }, true, true);
+        for other in [Key::new(&p, false, true), Key::new(&p, true, false), Key::new(&Problem { m: 13, ..p }, true, true), Key::new(&Problem { bias: 0, ..p }, true, true), scaled(SCALE_A_VEC), scaled(SCALE_B_VEC), scaled(SCALE_A_VEC | SCALE_B_VEC)] {
             assert_ne!(c.get(other), Some(run.clone()), "{other:?}");
         }
         c.put(k, &Err(Error::PlannerForward));
