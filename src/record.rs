@@ -28,9 +28,14 @@ pub struct Record {
     pub m: u64,
     pub n: u64,
     pub k: u64,
-    /// "bf16", "f16", or the hipDataType number of A, B, C, D when they differ or
-    /// are another type.
+    /// "bf16", "f16", the fp8 operand type ("e4m3", "e4m3fnuz") of a call routing
+    /// accepted (its output 16-bit), or the hipDataType numbers of A, B, D when
+    /// they differ or are another type.
     pub dtype: String,
+    /// fp8 calls routing accepted: "tensor" (per-tensor scales) or "row" (a scale
+    /// vector on either side), what `tune --from ... --scales` selects by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scales: Option<crate::tuning::schema::ScaleKind>,
     pub bias: bool,
     /// Leading dimensions of W, X and Y (elements).
     pub ldw: i64,
@@ -61,8 +66,10 @@ impl Record {
             None => (d.rows, d.cols, a.cols),
         };
         let types = [a.dtype, b.dtype, d.dtype];
-        let dtype = match crate::route::dtype_from_hip(a.dtype) {
-            Some(t) if types.iter().all(|&x| x == a.dtype) => t.name().to_owned(),
+        let fp8 = problem.filter(|p| p.dtype.is_fp8());
+        let dtype = match (fp8, crate::route::dtype_from_hip(a.dtype)) {
+            (Some(p), _) => p.dtype.name().to_owned(),
+            (None, Some(t)) if types.iter().all(|&x| x == a.dtype) => t.name().to_owned(),
             _ => format!("{types:?}"),
         };
         Record {
@@ -74,6 +81,7 @@ impl Record {
             n,
             k,
             dtype,
+            scales: fp8.map(|p| p.scale_kind()),
             bias: desc.epilogue() == crate::abi::EPILOGUE_BIAS,
             ldw: w.ld,
             ldx: x.ld,
@@ -148,6 +156,32 @@ mod tests {
         let r = Record::new(&desc, &f32_a, &b, &d, None, Err(Reason::DataType));
         assert_eq!((r.m, r.n, r.k, r.form), (12, 2880, 4096, None));
         assert_eq!((r.dtype.as_str(), r.routed.as_str()), ("[0, 14, 14]", "forwarded: data-type"));
+    }
+
+    /// An fp8 call is recorded by its operand type and scale kind (what `tune --from`
+    /// selects by); 16-bit calls carry no scale kind.
+    #[test]
+    fn an_fp8_record_names_its_operand_type_and_scale_kind() {
+        use crate::kernels::params::{SCALE_A_VEC, SCALE_B_VEC};
+        use crate::tuning::schema::ScaleKind;
+        let (desc, mut a, mut b, d) = linear(5, 2880, 4096);
+        (a.dtype, b.dtype) = (abi::R_8F_E4M3, abi::R_8F_E4M3);
+        let tensor = Problem::packed(DType::E4m3, 5, 2880, 4096, false);
+        let row = Problem { epilogue: SCALE_A_VEC | SCALE_B_VEC, ..tensor };
+        let r = Record::new(&desc, &a, &b, &d, Some(&row), Err(Reason::PlannerForward));
+        assert_eq!((r.dtype.as_str(), r.scales), ("e4m3", Some(ScaleKind::Row)));
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(line.contains(r#""scales":"row""#), "{line}");
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), r);
+        let r = Record::new(&desc, &a, &b, &d, Some(&tensor), Ok(()));
+        assert_eq!((r.dtype.as_str(), r.scales), ("e4m3", Some(ScaleKind::Tensor)));
+        // Refused by routing: the types as they are, no scale kind.
+        let r = Record::new(&desc, &a, &b, &d, None, Err(Reason::ScaleOrAux));
+        assert_eq!((r.dtype.as_str(), r.scales), ("[28, 28, 14]", None));
+        // 16-bit: no "scales" in the line.
+        let (desc, a, b, d) = linear(5, 2880, 4096);
+        let r = Record::new(&desc, &a, &b, &d, Some(&Problem::packed(DType::Bf16, 5, 2880, 4096, false)), Ok(()));
+        assert!(r.scales.is_none() && !serde_json::to_string(&r).unwrap().contains("scales"));
     }
 
     #[test]

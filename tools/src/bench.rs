@@ -105,9 +105,9 @@ impl ShapeArgs {
         }
         for path in &self.files {
             let name = std::path::Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or(path);
-            let (shapes, skipped) = grid::from_file(path, self.dtype.into(), name)?;
+            let (shapes, skipped) = grid::from_file(path, self.dtype.into(), self.scale_kind()?, name)?;
             if skipped > 0 {
-                eprintln!("{path}: {skipped} calls left out (another dtype, or a form skinnylt does not run)");
+                eprintln!("{path}: {skipped} calls left out (another dtype or scale kind, or a form skinnylt does not run)");
             }
             v.extend(shapes);
         }

@@ -16,8 +16,9 @@ pub fn group_name(name: &str) -> &'static str {
 
 /// Shapes from a file: a record of an application's calls (`SKINNYLT_RECORD`, JSON
 /// lines), or one shape per line as "M,N,K[,bias]" (`#` starts a comment). Calls of
-/// another dtype, or of a form skinnylt does not run, are left out and counted.
-pub fn from_file(path: &str, dtype: skinnylt::route::DType, group: &str) -> Result<(Vec<Shape>, usize), String> {
+/// another dtype or fp8 scale kind, or of a form skinnylt does not run, are left out
+/// and counted.
+pub fn from_file(path: &str, dtype: skinnylt::route::DType, scales: skinnylt::tuning::schema::ScaleKind, group: &str) -> Result<(Vec<Shape>, usize), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let group = group_name(group);
     let (mut shapes, mut skipped) = (Vec::new(), 0);
@@ -28,7 +29,7 @@ pub fn from_file(path: &str, dtype: skinnylt::route::DType, group: &str) -> Resu
         }
         let shape = if line.starts_with('{') {
             let r: skinnylt::record::Record = serde_json::from_str(line).map_err(|e| format!("{path}:{}: {e}", i + 1))?;
-            if r.form.is_none() || r.dtype != dtype.name() || r.m > u32::MAX as u64 || r.n > u32::MAX as u64 || r.k > u32::MAX as u64 {
+            if r.form.is_none() || r.dtype != dtype.name() || r.scales.unwrap_or_default() != scales || r.m > u32::MAX as u64 || r.n > u32::MAX as u64 || r.k > u32::MAX as u64 {
                 skipped += 1;
                 continue;
             }
@@ -92,6 +93,30 @@ pub fn public() -> Vec<Shape> {
 
 #[cfg(test)]
 mod tests {
+    /// A record file gives the calls of the dtype and fp8 scale kind asked for (a
+    /// record without a scale kind is per tensor); shape lines hold for any.
+    #[test]
+    fn a_record_file_gives_the_calls_of_one_dtype_and_scale_kind() {
+        use skinnylt::route::DType;
+        use skinnylt::tuning::schema::ScaleKind;
+        let rec = |m: u32, dtype: &str, scales: &str| {
+            format!(
+                r#"{{"form":"linear","m":{m},"n":2880,"k":4096,"dtype":"{dtype}"{scales},"bias":false,"ldw":4096,"ldx":4096,"ldy":2880,"op_a":112,"op_b":111,"epilogue":1,"compute_type":2,"scale_type":0,"batch":1,"routed":"skinnylt"}}"#
+            )
+        };
+        let text = [rec(1, "e4m3", r#","scales":"row""#), rec(2, "e4m3", r#","scales":"tensor""#), rec(3, "e4m3", ""), rec(4, "bf16", ""), "16,5120,2880,bias".into()].join("\n");
+        let path = std::env::temp_dir().join(format!("skinnylt-grid-test-{}.jsonl", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let ms = |dtype, scales| {
+            let (shapes, skipped) = super::from_file(path.to_str().unwrap(), dtype, scales, "t").unwrap();
+            (shapes.iter().map(|s| s.m).collect::<Vec<_>>(), skipped)
+        };
+        assert_eq!(ms(DType::E4m3, ScaleKind::Row), (vec![1, 16], 3));
+        assert_eq!(ms(DType::E4m3, ScaleKind::Tensor), (vec![2, 3, 16], 2));
+        assert_eq!(ms(DType::Bf16, ScaleKind::Tensor), (vec![4, 16], 3));
+        let _ = std::fs::remove_file(&path);
+    }
+
     #[test]
     fn the_public_grid_has_108_shapes() {
         let g = super::public();
