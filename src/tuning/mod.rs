@@ -436,6 +436,14 @@ impl Tuning {
         Some(t0 + (t1 - t0) * (k - k0) as f64 / (k1 - k0) as f64)
     }
 
+    /// The K range (elements) `vendor_row_floor_us` holds over, if any.
+    pub fn vendor_row_floor_range(&self) -> Option<(u32, u32)> {
+        match self.row_floor[..] {
+            [first, .., last] => Some((first.0, last.0)),
+            _ => None,
+        }
+    }
+
     /// A table with one measured entry: `choice` for exactly `p`'s shape and M (`p`
     /// in elements, as tables list K).
     pub fn single(p: &Problem, choice: Choice) -> Tuning {
@@ -845,6 +853,8 @@ mod tests {
         assert_eq!(floor(11776), Some(29.0));
         assert_eq!(floor(16384), Some(40.0));
         assert_eq!((floor(2048), floor(20480)), (None, None));
+        assert_eq!(t.vendor_row_floor_range(), Some((2880, 16384)));
+        assert_eq!(Tuning::default().vendor_row_floor_range(), None);
         // The floor raises the model's prediction for calls with both vectors only.
         let model = crate::tuning::planner::test_model(&[]);
         let (both, one, none) = (p(5024, vectors), p(5024, crate::kernels::params::SCALE_B_VEC), p(5024, 0));

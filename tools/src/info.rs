@@ -80,6 +80,15 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
     )
 }
 
+/// What a table's per-row fp8 entries add to the planner's vendor prediction
+/// (`Tuning::vendor_row_floor_us`): nothing without them.
+fn row_floor(t: &skinnylt::tuning::Tuning) -> String {
+    match t.vendor_row_floor_range() {
+        Some((lo, hi)) => format!("; fp8 with per-row scales: hipBLASLt's predicted time is at least its measured per-row time at that K (K = {lo}..{hi})"),
+        None => String::new(),
+    }
+}
+
 /// How each arch's shipped table routes: measured entries or a model's, and the
 /// planner that decides for every shape or token count the table does not hold at.
 fn routing() {
@@ -101,7 +110,7 @@ fn routing() {
             ),
             None => "no planner constants: with a real hipBLASLt unlisted shapes are forwarded".to_owned(),
         };
-        println!("  {:<7} {} entries, {entries}; {}{planner}", arch.name(), t.entries, transfer(&t));
+        println!("  {:<7} {} entries, {entries}; {}{planner}{}", arch.name(), t.entries, transfer(&t), row_floor(&t));
     }
 }
 
@@ -121,5 +130,8 @@ mod tests {
         assert!(said.contains("bf16 ") && said.contains("e4m3 "), "{said}");
         let gfx942 = Tuning::parse(Arch::Gfx942, embedded(Arch::Gfx942), "embedded").unwrap();
         assert_eq!(transfer(&gfx942), "");
+        // The per-row vendor floor: the H100's per-row grid entries span K = 2880..16384.
+        assert!(row_floor(&sm90).ends_with("(K = 2880..16384)"), "{}", row_floor(&sm90));
+        assert_eq!(row_floor(&gfx942), "");
     }
 }
