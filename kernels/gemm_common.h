@@ -332,10 +332,11 @@ struct SplitCombine {
 // ---- the epilogue: act(alpha * acc + beta * C + bias), after the combine ----
 
 // tanh with an absolute error below 1e-6 (what GELU's 0.5 x (1 + tanh) needs; a
-// relative error near 0 does not matter there), from the target's fast exp2.
+// relative error near 0 does not matter there), from the target's fast exp2 and
+// reciprocal.
 SK_DEVICE float tanh_abs(float u) {
   const float a = u < 0.f ? -u : u;
-  const float t = 1.f - 2.f / (fast_exp2(a * 2.8853900817779268f) + 1.f);  // e^(2a) = 2^(2a log2 e)
+  const float t = 1.f - 2.f * fast_rcp(fast_exp2(a * 2.8853900817779268f) + 1.f);  // e^(2a) = 2^(2a log2 e)
   return u < 0.f ? -t : t;
 }
 // hipBLASLt's GELU (its client reference `_gelu`): the tanh form.
@@ -425,16 +426,21 @@ SK_DEVICE float epilogue_value(const GemmParams& p, const EpilogueArgs& e, float
   return v;
 }
 
-// The epilogue of one output value: the above, convert, masked store. `bias`:
-// bias_at(n) and `scale`: row_scale(n) * token_scale(t), both already loaded (the scale is 1
-// in 16-bit kernels). A caller branches once on `e.plain` and stores a whole group
-// of outputs with one of the two (see EpilogueArgs).
+// C(t, n) as fp32 where the epilogue reads C, else 0 (and past M or N).
 template <typename T>
-SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias, float scale) {
-  if (n < p.n && t < p.m) {
-    const float c = e.read_c ? out_to_f32<T>(p.flags, p.c[(i64)t * p.ldc + n]) : 0.f;
-    p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, epilogue_value(p, e, v, scale, bias, c));
-  }
+SK_DEVICE float c_at(const GemmParams& p, const EpilogueArgs& e, int n, int t) {
+  return e.read_c && n < p.n && t < p.m ? out_to_f32<T>(p.flags, p.c[(i64)t * p.ldc + n]) : 0.f;
+}
+
+// The epilogue of one output value: the above, convert, masked store. `bias`:
+// bias_at(n), `scale`: row_scale(n) * token_scale(t) (1 in 16-bit kernels) and `c`:
+// c_at(n, t), all loaded before a caller's first store: C may be Y, so a C load
+// after a store to Y waits for it, one exposed latency per output. A caller
+// branches once on `e.plain` and stores a whole group of outputs with one of the
+// two (see EpilogueArgs).
+template <typename T>
+SK_DEVICE void store_output(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias, float scale, float c) {
+  if (n < p.n && t < p.m) p.y[(i64)t * p.ldy + n] = out_from_f32<T>(p.flags, epilogue_value(p, e, v, scale, bias, c));
 }
 template <typename T>
 SK_DEVICE void store_output_plain(const GemmParams& p, const EpilogueArgs& e, int n, int t, float v, float bias, float scale) {
@@ -587,9 +593,11 @@ struct StagedTile {
     const u64 c_bits = e.read_c ? (u64)p.c | (u64)p.ldc * 2 : 0;
     const bool vec = n + 8 <= p.n && (((u64)p.y | (u64)p.ldy * 2 | (u64)p.bias | c_bits) & 15) == 0;
     if (!vec) {
+      float b[8], cv[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        if (n + j < p.n) store_output<T>(p, e, n + j, t, v[j], bias_at<T>(p, n + j), s[j]);
+      for (int j = 0; j < 8; ++j) b[j] = bias_at<T>(p, n + j), cv[j] = c_at<T>(p, e, n + j, t);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) store_output<T>(p, e, n + j, t, v[j], b[j], s[j], cv[j]);
       return;
     }
     float b[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};

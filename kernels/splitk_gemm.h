@@ -274,12 +274,15 @@ struct SplitK {
       store_plain<false>(p, e, acc, bias, owned, lane, n_wave, m0, t_wave);
     } else {
       // fp8 kernels load the lane's scales (1 without vectors) before any store;
-      // 16-bit ones carry no scale code.
+      // 16-bit ones carry no scale code. C too: store_output says why.
       load_lane<true>(bias, lane, n_wave, [&](int n) { return bias_at<T>(p, n); });
-      float rs[RA][4], ts[TA][4];
+      float rs[RA][4], ts[TA][4], cv[RA * TA][4];
       lane_scales<T::fp8>(p, rs, ts, lane, n_wave, m0 + t_wave);
-      store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
-        store_output<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
+      each_output(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float, float) {
+        cv[ra * TA + ta][r] = c_at<T>(p, e, n, t);
+      });
+      each_output(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
+        store_output<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r], cv[ra * TA + ta][r]);
       });
     }
   }
@@ -298,7 +301,7 @@ struct SplitK {
     load_lane<true>(bias, lane, n_wave, [&](int n) { return p.bias && n < p.n ? out_to_f32<T>(p.flags, ((const u16*)p.bias)[n]) : 0.f; });
     float rs[RA][4], ts[TA][4];
     lane_scales<VEC>(p, rs, ts, lane, n_wave, m0 + t_wave);
-    store_all(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
+    each_output(acc, bias, owned, lane, n_wave, m0, t_wave, [&](int ra, int ta, int r, int n, int t, float v, float b) {
       store_output_plain<T>(p, e, n, t, v, b, rs[ra][r] * ts[ta][r]);
     });
   }
@@ -316,9 +319,11 @@ struct SplitK {
         out[a][r] = load(base + (ROW ? a * Atom::ROWS + row : a * Atom::TOKS + tok));
       }
   }
-  template <typename Store>
-  static SK_DEVICE void store_all(const f32x4 (&acc)[RA * TA], const float (&bias)[RA][4], u32 owned, int lane,
-                                  int n_wave, int m0, int t_wave, Store store) {
+  // Calls f(ra, ta, r, n, t, value, bias) for every output of the quads the thread
+  // owns (bit q of `owned`), at weight row n and token t of Y.
+  template <typename F>
+  static SK_DEVICE void each_output(const f32x4 (&acc)[RA * TA], const float (&bias)[RA][4], u32 owned, int lane,
+                                    int n_wave, int m0, int t_wave, F f) {
 #pragma unroll
     for (int ra = 0; ra < RA; ++ra)
 #pragma unroll
@@ -328,7 +333,7 @@ struct SplitK {
           if (!(owned >> (ra * TA + ta) & 1)) continue;
           int row, tok;
           Atom::out_coord(lane, r, row, tok);
-          store(ra, ta, r, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r], bias[ra][r]);
+          f(ra, ta, r, n_wave + ra * Atom::ROWS + row, m0 + t_wave + ta * Atom::TOKS + tok, acc[ra * TA + ta][r], bias[ra][r]);
         }
   }
 

@@ -18,6 +18,8 @@
 // One fp32 from device memory (target_nvptx.h says why it is a function).
 SK_DEVICE float load_global_f32(const float* p) { return *p; }
 SK_DEVICE float fast_exp2(float x) { return __builtin_amdgcn_exp2f(x); }
+// 1/x to about 1 ulp (v_rcp_f32; target_nvptx.h says why not a division).
+SK_DEVICE float fast_rcp(float x) { return __builtin_amdgcn_rcpf(x); }
 SK_DEVICE int thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 SK_DEVICE int block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 SK_DEVICE int block_y() { return __builtin_amdgcn_workgroup_id_y(); }

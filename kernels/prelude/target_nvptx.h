@@ -29,6 +29,13 @@ SK_DEVICE float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
+// 1/x to about 1 ulp (an IEEE division is a long sequence with a slow-path call:
+// code every epilogue would carry, cold).
+SK_DEVICE float fast_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 SK_DEVICE int thread_id() { return __nvvm_read_ptx_sreg_tid_x(); }
 SK_DEVICE int block_x() { return __nvvm_read_ptx_sreg_ctaid_x(); }
 SK_DEVICE int block_y() { return __nvvm_read_ptx_sreg_ctaid_y(); }
