@@ -138,6 +138,58 @@ pub struct Args {
     /// What decides which shapes skinnylt runs, and how.
     #[arg(long, value_enum, default_value = "deployment")]
     pub routing: Routing,
+    /// The epilogue of every call, on both sides.
+    #[arg(long, value_enum, default_value = "shape")]
+    pub epilogue: EpilogueArg,
+}
+
+/// The epilogue every call of `bench` asks for, on both sides: what `F.linear`
+/// does (the default), or one of the other forms PyTorch calls hipBLASLt with.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EpilogueArg {
+    /// A bias of the output type where the shape has one (`F.linear`).
+    #[default]
+    Shape,
+    /// beta = 1 with a C of its own, and the shape's bias (`addmm` into a residual).
+    Residual,
+    /// A bias on every shape, then ReLU (`RELU_BIAS`, PyTorch's `gemm_and_bias`).
+    ReluBias,
+    /// A bias on every shape, then GELU in hipBLASLt's tanh form (`GELU_BIAS`).
+    GeluBias,
+    /// An fp32 bias on every shape (`BIAS_DATA_TYPE` = R_32F).
+    BiasF32,
+}
+
+impl EpilogueArg {
+    /// `sh` as measured: with a bias where the epilogue has one on every shape.
+    pub fn shape(self, sh: Shape) -> Shape {
+        Shape { bias: sh.bias || matches!(self, EpilogueArg::ReluBias | EpilogueArg::GeluBias | EpilogueArg::BiasF32), ..sh }
+    }
+    /// The `hipblasLtEpilogue_t` of a call with (`bias`) or without a bias; 0 for
+    /// none (DEFAULT).
+    pub fn value(self, bias: bool) -> u32 {
+        use skinnylt::abi::{EPILOGUE_BIAS, EPILOGUE_GELU_BIAS, EPILOGUE_RELU_BIAS};
+        match self {
+            EpilogueArg::ReluBias => EPILOGUE_RELU_BIAS,
+            EpilogueArg::GeluBias => EPILOGUE_GELU_BIAS,
+            _ if bias => EPILOGUE_BIAS,
+            _ => 0,
+        }
+    }
+    /// The kernels' flags for it (`GemmParams::flags`: the activation and the bias type).
+    pub fn flags(self) -> i32 {
+        use skinnylt::kernels::params::{EPI_BIAS_F32, EPI_GELU, EPI_RELU};
+        match self {
+            EpilogueArg::ReluBias => EPI_RELU,
+            EpilogueArg::GeluBias => EPI_GELU,
+            EpilogueArg::BiasF32 => EPI_BIAS_F32,
+            EpilogueArg::Shape | EpilogueArg::Residual => 0,
+        }
+    }
+    /// beta: 1 for `Residual`, else 0.
+    pub fn beta(self) -> f32 {
+        if self == EpilogueArg::Residual { 1.0 } else { 0.0 }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -244,6 +296,11 @@ pub struct ColdSets<'a> {
     pub xs: Vec<Buf<'a>>,
     pub ys: Vec<Buf<'a>>,
     pub db: Buf<'a>,
+    /// The epilogue of the calls (`with_epilogue`; `Shape` unless set), with the C
+    /// of each set (beta = 1) and the fp32 bias it needs.
+    pub epilogue: EpilogueArg,
+    pub cs: Vec<Buf<'a>>,
+    pub db32: Option<Buf<'a>>,
     /// The output's type.
     pub out: DType,
     /// fp8: the scales on the device (A's and B's pointers); None for 16-bit operands.
@@ -303,7 +360,45 @@ impl<'a> ColdSets<'a> {
         cu.htod(sbuf.1 + b_at, &sb)?;
         cu.sync(s)?;
         let scales = fp8.then_some(vendor::Scales { a: sbuf.1, b: sbuf.1 + b_at, outer_vec });
-        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db, out, scales, sa, sb, _scales: sbuf })
+        Ok(ColdSets { sets, count: sets.max(24), w0, x, bias, w, xs, ys, db, epilogue: EpilogueArg::Shape, cs: Vec::new(), db32: None, out, scales, sa, sb, _scales: sbuf })
+    }
+
+    /// The sets with epilogue `e`: a random C per set for `Residual`, the bias in
+    /// fp32 for `BiasF32`.
+    pub fn with_epilogue(mut self, cu: &'a Gpu, s: *mut c_void, rng: &mut Rng, e: EpilogueArg, sh: &Shape) -> Result<Self, String> {
+        let (m, n) = (sh.m as usize, sh.n as usize);
+        if e == EpilogueArg::Residual {
+            let c = reference::random_matrix(rng, self.out, m, n, n);
+            for _ in 0..self.sets {
+                let b = Buf(cu, cu.malloc(m * n * 2)?);
+                cu.htod(b.1, &c)?;
+                self.cs.push(b);
+            }
+        }
+        if e == EpilogueArg::BiasF32 {
+            let b = Buf(cu, cu.malloc(n * 4)?);
+            let v: Vec<f32> = self.bias.iter().map(|&u| reference::from_bits(self.out, u)).collect();
+            cu.htod(b.1, &v)?;
+            self.db32 = Some(b);
+        }
+        cu.sync(s)?;
+        self.epilogue = e;
+        Ok(self)
+    }
+
+    /// The bias's device pointer for a call of `sh` (fp32 or of the output type),
+    /// 0 without a bias.
+    pub fn bias_ptr(&self, sh: &Shape) -> u64 {
+        match (&self.db32, sh.bias) {
+            (_, false) => 0,
+            (Some(b), true) => b.1,
+            (None, true) => self.db.1,
+        }
+    }
+
+    /// The C of call `c` (beta = 1), or its output where C is not read.
+    pub fn c_of(&self, c: usize) -> u64 {
+        if self.cs.is_empty() { self.set(c).2 } else { self.cs[c % self.sets].1 }
     }
 
     /// The float64 output of set 0 (every set holds the same weights and
@@ -361,14 +456,14 @@ impl<'a> Rig<'a> {
 
     /// The vendor's problem for `sh` on `cs`, with its heuristic's top-8 algorithms.
     pub fn vendor_problem(&self, dtype: DType, sh: &Shape, cs: &ColdSets) -> Result<OwnedProblem<'_>, String> {
-        let bias = if sh.bias { cs.db.1 } else { 0 };
-        Ok(OwnedProblem::new(&*self.lt, self.lt.problem(dtype, cs.out, sh.m as u64, sh.n as u64, sh.k as u64, bias, cs.scales, WORKSPACE_BYTES as u64, 8)?))
+        let e = vendor::Epilogue { value: cs.epilogue.value(sh.bias), bias: cs.bias_ptr(sh), bias_f32: cs.db32.is_some(), beta: cs.epilogue.beta() };
+        Ok(OwnedProblem::new(&*self.lt, self.lt.problem(dtype, cs.out, sh.m as u64, sh.n as u64, sh.k as u64, &e, cs.scales, WORKSPACE_BYTES as u64, 8)?))
     }
 
     /// Call `c` of the vendor's algorithm `algo` on the cold sets.
     pub fn vendor_matmul(&self, p: &Problem, algo: usize, cs: &ColdSets, c: usize, ws: &Buf) -> Result<(), String> {
         let (w, x, y) = cs.set(c);
-        self.lt.matmul(p, algo, w, x, y, ws.1, WORKSPACE_BYTES, self.s)
+        self.lt.matmul(p, algo, w, x, cs.c_of(c), y, ws.1, WORKSPACE_BYTES, self.s)
     }
 
     /// The vendor's time per GEMM (µs) on the cold sets: the fastest of `p`'s
@@ -482,6 +577,10 @@ fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
     if dtype.is_fp8() {
         println!("fp8 scales: {}", if a.select.scales == ScaleArg::Row { "one per row of W and one per token (OUTER_VEC_32F), both sides" } else { "one per tensor" });
     }
+    if a.epilogue != EpilogueArg::Shape {
+        let name = clap::ValueEnum::to_possible_value(&a.epilogue).map(|v| v.get_name().to_owned()).unwrap_or_default();
+        println!("epilogue: {name} (both sides)");
+    }
     let shapes = a.select.shapes()?;
     let (h, ws) = rig.handle_and_workspace()?;
     let b = Bencher { rig: &rig, a, dtype, ws, h };
@@ -493,8 +592,14 @@ fn bench(cu: &Gpu, a: &Args) -> Result<(), String> {
     for sh in shapes {
         progress.start(&sh);
         let (row, host) = b.measure(sh, &mut rng)?;
-        progress.println(table_line(&row, host));
         progress.inc();
+        if !row.vendor_us.is_finite() {
+            // No speedup without a baseline (cuBLASLt has no fp8 kernel for some epilogues).
+            let sh = &row.shape;
+            progress.println(format!("{:<5} {:>4} {:>6} {:>6}  left out: {} ran none of its algorithms", sh.group, sh.m, sh.n, sh.k, rig.lt.name()));
+            continue;
+        }
+        progress.println(table_line(&row, host));
         rows.push(row);
         hosts.extend(host);
     }
@@ -534,7 +639,8 @@ impl Bencher<'_> {
     /// with --host the host times (for the shapes skinnylt runs).
     fn measure(&self, sh: Shape, rng: &mut Rng) -> Result<(Row, Option<(f64, f64)>), String> {
         let (cu, s, reps) = (self.rig.cu, self.rig.s, self.a.reps);
-        let cs = ColdSets::new(cu, s, self.rig.dev.info.l2_bytes, rng, self.dtype, self.a.select.scales, &sh)?;
+        let sh = self.a.epilogue.shape(sh);
+        let cs = ColdSets::new(cu, s, self.rig.dev.info.l2_bytes, rng, self.dtype, self.a.select.scales, &sh)?.with_epilogue(cu, s, rng, self.a.epilogue, &sh)?;
 
         // skinnylt through the C API: timed wherever it runs (standalone), and counted
         // as the vendor's where deployment routing forwards.
@@ -547,7 +653,17 @@ impl Bencher<'_> {
         let ours = own.filter(|_| !forwarded);
 
         // The vendor: every one of its top-8 algorithms, keep the fastest (and the first).
-        let p = self.rig.vendor_problem(self.dtype, &sh, &cs)?;
+        let floor_us = floor_us(&sh, self.dtype, self.rig.bw);
+        let p = match self.rig.vendor_problem(self.dtype, &sh, &cs) {
+            Ok(p) => p,
+            // No baseline for this epilogue (cuBLASLt: no bf16 algorithm with an fp32 bias).
+            Err(e) if self.a.epilogue != EpilogueArg::Shape => {
+                eprintln!("{}: {e}", self.rig.lt.name());
+                let none = f64::INFINITY;
+                return Ok((Row { shape: sh, ours_us: own.unwrap_or(none), own_us: own.unwrap_or(f64::NAN), vendor_us: none, vendor_top1_us: none, floor_us, forwarded }, None));
+            }
+            Err(e) => return Err(e),
+        };
         let (vendor, vendor_top1) = self.rig.vendor_times(reps, &p, &cs, &self.ws);
         let host = if self.a.host && !forwarded {
             // The vendor's host cost with its first algorithm (the heuristic's pick).
@@ -558,7 +674,6 @@ impl Bencher<'_> {
             None
         };
         drop(p);
-        let floor_us = floor_us(&sh, self.dtype, self.rig.bw);
         let row = Row { shape: sh, ours_us: ours.unwrap_or(vendor), own_us: own.unwrap_or(f64::NAN), vendor_us: vendor, vendor_top1_us: vendor_top1, floor_us, forwarded };
         Ok((row, host))
     }
@@ -571,9 +686,12 @@ impl Bencher<'_> {
     fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<(Linear, bool, bool), String> {
         let (m, n, k) = (sh.m as u64, sh.n as u64, sh.k as u64);
         let fp8 = self.dtype.is_fp8();
+        let e = self.a.epilogue;
         let o = client::Options {
-            epilogue: if sh.bias { skinnylt::abi::EPILOGUE_BIAS } else { 0 },
-            bias: sh.bias.then_some(cs.db.1),
+            epilogue: e.value(sh.bias),
+            bias: sh.bias.then_some(cs.bias_ptr(sh)),
+            bias_type: cs.db32.is_some().then_some(skinnylt::abi::R_32F),
+            ldc: (e == EpilogueArg::Residual).then_some(n),
             out: fp8.then_some(cs.out),
             a_scale: cs.scales.map(|s| (s.a, s.outer_vec)),
             b_scale: cs.scales.map(|s| (s.b, s.outer_vec)),
@@ -585,8 +703,16 @@ impl Bencher<'_> {
         // As the calls are routed: batch-invariant under SKINNYLT_BATCH_INVARIANT, by
         // the bands of the calls' scale kind.
         let vec_scales = cs.scales.is_some_and(|s| s.outer_vec);
-        let epilogue = if vec_scales { skinnylt::kernels::params::SCALE_A_VEC | skinnylt::kernels::params::SCALE_B_VEC } else { 0 };
-        let problem = skinnylt::route::Problem { batch_invariant: skinnylt::process::get().config.batch_invariant, epilogue, ..sh.problem(self.dtype) };
+        let vectors = if vec_scales { skinnylt::kernels::params::SCALE_A_VEC | skinnylt::kernels::params::SCALE_B_VEC } else { 0 };
+        let residual = e == EpilogueArg::Residual;
+        let problem = skinnylt::route::Problem {
+            batch_invariant: skinnylt::process::get().config.batch_invariant,
+            epilogue: vectors | e.flags(),
+            beta: e.beta(),
+            c: if residual { cs.c_of(0) } else { 0 },
+            ldc: if residual { n } else { 0 },
+            ..sh.problem(self.dtype)
+        };
         let deployed_forward = matches!(dev.choose(&problem, dev.pdl(), true), Err(Error::TunedForward | Error::PlannerForward));
         let before = crate::counters().intercepted;
         let probe = self.run_ours(&l, cs, 0);
@@ -598,7 +724,9 @@ impl Bencher<'_> {
     /// Call `c` of skinnylt on the cold sets, through `hipblasLtMatmul`: its status.
     fn run_ours(&self, l: &Linear, cs: &ColdSets, c: usize) -> Status {
         let (w, x, y) = cs.set(c);
-        l.run(&self.h, 1.0, w, x, y, self.ws.1, WORKSPACE_BYTES, self.rig.s)
+        let (alpha, beta) = (1f32, self.a.epilogue.beta());
+        let scalars = ((&alpha as *const f32).cast(), (&beta as *const f32).cast());
+        l.run_full(&self.h, None, scalars, (w, x, cs.c_of(c), y), (self.ws.1, WORKSPACE_BYTES), self.rig.s)
     }
 
     /// `run_ours` for a timed call, whose failure ends the command.
@@ -966,5 +1094,32 @@ mod tests {
         let info = |backend, units| DeviceInfo { backend, ordinal: 0, name: "gpu".into(), arch_name: "x".into(), arch: None, units, l2_bytes: 0 };
         assert_eq!(units(&info(skinnylt::gpu::Backend::Cuda, 132)), "132 SMs");
         assert_eq!(units(&info(skinnylt::gpu::Backend::Hip, 304)), "304 CUs");
+    }
+
+    /// Each `--epilogue` asks both sides for the same thing: hipBLASLt's epilogue
+    /// value (which cuBLASLt shares), the kernels' flags and beta, and a bias on
+    /// every shape exactly where the epilogue has one.
+    #[test]
+    fn epilogue_args_ask_both_sides_for_the_same_call() {
+        use skinnylt::abi::{EPILOGUE_BIAS, EPILOGUE_GELU_BIAS, EPILOGUE_RELU_BIAS};
+        use skinnylt::kernels::params::{EPI_BIAS_F32, EPI_GELU, EPI_RELU};
+        let plain = Shape { group: "t", m: 8, n: 64, k: 7168, bias: false };
+        let biased = Shape { bias: true, ..plain };
+        // (epilogue, value without / with the shape's bias, flags, beta, bias forced)
+        let cases = [
+            (EpilogueArg::Shape, 0, EPILOGUE_BIAS, 0, 0.0, false),
+            (EpilogueArg::Residual, 0, EPILOGUE_BIAS, 0, 1.0, false),
+            (EpilogueArg::ReluBias, EPILOGUE_RELU_BIAS, EPILOGUE_RELU_BIAS, EPI_RELU, 0.0, true),
+            (EpilogueArg::GeluBias, EPILOGUE_GELU_BIAS, EPILOGUE_GELU_BIAS, EPI_GELU, 0.0, true),
+            (EpilogueArg::BiasF32, 0, EPILOGUE_BIAS, EPI_BIAS_F32, 0.0, true),
+        ];
+        for (e, bare, with_bias, flags, beta, forced) in cases {
+            assert_eq!(e.shape(plain).bias, forced, "{e:?}");
+            assert!(e.shape(biased).bias, "{e:?} keeps the shape's bias");
+            assert_eq!(e.value(e.shape(plain).bias), if forced { with_bias } else { bare }, "{e:?}");
+            assert_eq!(e.value(true), with_bias, "{e:?}");
+            assert_eq!(e.flags(), flags, "{e:?}");
+            assert_eq!(e.beta(), beta, "{e:?}");
+        }
     }
 }

@@ -142,7 +142,8 @@ fn hipblaslt_vendor_calls_the_real_library() {
 
     // problem(): F.linear for M = 4, N = 1024, K = 4096, bf16, with a bias.
     let (m, n, k, bias, ws_bytes) = (4u64, 1024u64, 4096u64, 0xB1A5_0000u64, 32u64 << 20);
-    let p = lt.problem(DType::Bf16, DType::Bf16, m, n, k, bias, None, ws_bytes, 8).expect("problem");
+    let with_bias = vendor::Epilogue { value: abi::EPILOGUE_BIAS, bias, ..vendor::Epilogue::default() };
+    let p = lt.problem(DType::Bf16, DType::Bf16, m, n, k, &with_bias, None, ws_bytes, 8).expect("problem");
     let calls = stub.take();
     assert_eq!(
         names(&calls),
@@ -184,12 +185,12 @@ fn hipblaslt_vendor_calls_the_real_library() {
 
     // matmul(): algo 1 of the heuristic, every pointer passed through.
     let (w, x, y, ws, stream) = (0x1000_0000u64, 0x2000_0000u64, 0x3000_0000u64, 0x4000_0000u64, 0x5000_0000usize);
-    lt.matmul(&p, 1, w, x, y, ws, ws_bytes as usize, stream as *mut _).expect("matmul");
+    lt.matmul(&p, 1, w, x, 0xC000_0000, y, ws, ws_bytes as usize, stream as *mut _).expect("matmul");
     let calls = stub.take();
     assert_eq!(names(&calls), ["hipblasLtMatmul"]);
     let g = &calls[0].args;
     assert_eq!([g[0], g[1], g[3], g[4], g[5], g[6]], [handle, desc, w, a, x, b]);
-    assert_eq!([g[8], g[9], g[10], g[11]], [y, d, y, d], "C = D = y");
+    assert_eq!([g[8], g[9], g[10], g[11]], [y, d, y, d], "beta = 0: C = D = y, whatever C is passed");
     assert_eq!([g[13], g[14], g[15]], [ws, ws_bytes, stream as u64]);
     assert!(g[2] != 0 && g[7] != 0, "alpha and beta are host pointers");
     // The algo is heuristic result 1 as the stub wrote it (stub.h: stub_heuristic).
@@ -207,11 +208,31 @@ fn hipblaslt_vendor_calls_the_real_library() {
     assert_eq!(calls.iter().map(|c| c.args[0]).collect::<Vec<_>>(), [pref, a, b, d, desc]);
 
     // Without a bias: no epilogue and no bias pointer.
-    let p = lt.problem(DType::F16, DType::F16, m, n, k, 0, None, ws_bytes, 8).expect("problem without bias");
+    let p = lt.problem(DType::F16, DType::F16, m, n, k, &vendor::Epilogue::default(), None, ws_bytes, 8).expect("problem without bias");
     let calls = stub.take();
     let attrs: Vec<u64> = calls.iter().filter(|c| c.name == "hipblasLtMatmulDescSetAttribute").map(|c| c.args[1]).collect();
     assert_eq!(attrs, [attr(abi::desc_attr::TRANSA), attr(abi::desc_attr::TRANSB)]);
     assert!(calls.iter().filter(|c| c.name == "hipblasLtMatrixLayoutCreate").all(|c| c.args[1] == abi::R_16F as u64));
+    lt.free(p);
+    stub.take();
+
+    // GELU after an fp32 bias, plus beta = 1 with a C apart from D (bench --epilogue):
+    // the epilogue, the bias pointer and its type; matmul passes C and beta 1.
+    let fused = vendor::Epilogue { value: abi::EPILOGUE_GELU_BIAS, bias, bias_f32: true, beta: 1.0 };
+    let p = lt.problem(DType::Bf16, DType::Bf16, m, n, k, &fused, None, ws_bytes, 8).expect("fused problem");
+    let calls = stub.take();
+    let desc = calls[0].out;
+    let attrs: Vec<[u64; 3]> = calls.iter().filter(|c| c.name == "hipblasLtMatmulDescSetAttribute").skip(2).map(|c| set_attr(c, desc)).collect();
+    assert_eq!(
+        attrs,
+        [[attr(abi::desc_attr::EPILOGUE), 4, abi::EPILOGUE_GELU_BIAS as u64], [attr(abi::desc_attr::BIAS_POINTER), 8, bias], [attr(abi::desc_attr::BIAS_DATA_TYPE), 4, abi::R_32F as u64]]
+    );
+    let d = calls.iter().filter(|c| c.name == "hipblasLtMatrixLayoutCreate").nth(2).expect("D's layout").out;
+    let c = 0xC000_0000u64;
+    lt.matmul(&p, 0, w, x, c, y, ws, ws_bytes as usize, stream as *mut _).expect("fused matmul");
+    let calls = stub.take();
+    let g = &calls[0].args;
+    assert_eq!([g[8], g[9], g[10], g[11]], [c, d, y, d], "C apart from D, with D's layout");
     lt.free(p);
     stub.take();
 
@@ -220,7 +241,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
     let (sa, sb) = (0x5CA1_0000u64, 0x5CA1_1000u64);
     for outer_vec in [true, false] {
         let scales = vendor::Scales { a: sa, b: sb, outer_vec };
-        let p = lt.problem(DType::E4m3Fnuz, DType::Bf16, m, n, k, 0, Some(scales), ws_bytes, 8).expect("fp8 problem");
+        let p = lt.problem(DType::E4m3Fnuz, DType::Bf16, m, n, k, &vendor::Epilogue::default(), Some(scales), ws_bytes, 8).expect("fp8 problem");
         let calls = stub.take();
         let desc = calls[0].out;
         let attrs: Vec<[u64; 3]> = calls.iter().filter(|c| c.name == "hipblasLtMatmulDescSetAttribute").skip(2).map(|c| set_attr(c, desc)).collect();
@@ -236,7 +257,7 @@ fn hipblaslt_vendor_calls_the_real_library() {
 
     // A failing heuristic: the error names it and the status, and nothing leaks.
     stub.set_status(c"hipblasLtMatmulAlgoGetHeuristic", abi::STATUS_NOT_SUPPORTED);
-    let err = lt.problem(DType::Bf16, DType::Bf16, m, n, k, bias, None, ws_bytes, 8).err().expect("the heuristic fails");
+    let err = lt.problem(DType::Bf16, DType::Bf16, m, n, k, &with_bias, None, ws_bytes, 8).err().expect("the heuristic fails");
     assert_eq!(err, "hipblasLtMatmulAlgoGetHeuristic failed: status 7");
     let calls = stub.take();
     let created = calls.iter().filter(|c| c.name.ends_with("Create")).count();

@@ -37,12 +37,12 @@ const VALUES: Values = Values {
     desc_transb: 4,
     desc_epilogue: 7,
     desc_bias_pointer: 8,
+    desc_bias_data_type: 26,
     desc_a_scale_pointer: 17,
     desc_b_scale_pointer: 18,
     desc_a_scale_mode: 31,
     desc_b_scale_mode: 32,
     fp8_null_c: true,
-    epilogue_bias: 4,
     pref_max_workspace_bytes: 1,
 };
 

@@ -45,13 +45,13 @@ const VALUES: Values = Values {
     desc_transb: abi::desc_attr::TRANSB,
     desc_epilogue: abi::desc_attr::EPILOGUE,
     desc_bias_pointer: abi::desc_attr::BIAS_POINTER,
+    desc_bias_data_type: abi::desc_attr::BIAS_DATA_TYPE,
     desc_a_scale_pointer: abi::desc_attr::A_SCALE_POINTER,
     desc_b_scale_pointer: abi::desc_attr::B_SCALE_POINTER,
     desc_a_scale_mode: abi::desc_attr::A_SCALE_MODE,
     desc_b_scale_mode: abi::desc_attr::B_SCALE_MODE,
     // PyTorch passes C = D on ROCm ("hipblaslt can't handle nullptr").
     fp8_null_c: false,
-    epilogue_bias: abi::EPILOGUE_BIAS,
     pref_max_workspace_bytes: abi::pref_attr::MAX_WORKSPACE_BYTES,
 };
 

@@ -87,6 +87,7 @@ pub struct Values {
     pub desc_transb: c_int,
     pub desc_epilogue: c_int,
     pub desc_bias_pointer: c_int,
+    pub desc_bias_data_type: c_int,
     pub desc_a_scale_pointer: c_int,
     pub desc_b_scale_pointer: c_int,
     /// The scale modes (both libraries: 31, 32; `OUTER_VEC_32F` is 3 in both).
@@ -95,7 +96,6 @@ pub struct Values {
     /// fp8 operands need C passed as null (cuBLASLt's fp8 kernels return
     /// NOT_SUPPORTED for C = D; PyTorch's scaled_mm passes null on CUDA).
     pub fp8_null_c: bool,
-    pub epilogue_bias: u32,
     pub pref_max_workspace_bytes: c_int,
 }
 
@@ -108,8 +108,10 @@ pub struct Problem {
     d: *mut c_void,
     pref: *mut c_void,
     algos: Vec<Algo>,
-    /// C is passed as null (`Values::fp8_null_c` for fp8 operands).
+    /// C is passed as null (`Values::fp8_null_c` for fp8 operands, beta = 0).
     null_c: bool,
+    /// beta: 0, or 1 with a C of its own (`Epilogue::beta`).
+    beta: f32,
 }
 
 impl Problem {
@@ -129,6 +131,22 @@ pub struct Scales {
     pub outer_vec: bool,
 }
 
+/// What a problem adds to X·Wᵀ: an epilogue with its bias, and beta times a C of
+/// its own. The epilogue values are hipBLASLt's (`abi::EPILOGUE_*`), which
+/// cuBLASLt's `cublasLtEpilogue_t` numbers the same (BIAS 4, RELU_BIAS 6,
+/// GELU_BIAS 36).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Epilogue {
+    /// 0: none (DEFAULT).
+    pub value: u32,
+    /// The bias's device pointer, 0 for none.
+    pub bias: u64,
+    /// The bias is fp32 (`BIAS_DATA_TYPE` = R_32F), not of the output type.
+    pub bias_f32: bool,
+    /// 0, or 1: C (the `c` of `Vendor::matmul`) is added.
+    pub beta: f32,
+}
+
 /// A vendor library as `bench` and `tune` use it.
 pub trait Vendor {
     /// "cuBLASLt" or "hipBLASLt", as reports name it.
@@ -137,14 +155,15 @@ pub trait Vendor {
     fn path(&self) -> &str;
     /// The library's own version number.
     fn version(&self) -> usize;
-    /// Descriptors and the top-`count` heuristic algorithms for Y[M,N] = X·Wᵀ (+bias;
-    /// `bias` is its device pointer, 0 for none) with operands of `dtype` and an
+    /// Descriptors and the top-`count` heuristic algorithms for Y[M,N] = X·Wᵀ with
+    /// epilogue `e` (a bias, an activation, beta C), operands of `dtype` and an
     /// output of `out`; fp8 operands with their `scales`.
     #[allow(clippy::too_many_arguments)]
-    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: Option<Scales>, workspace: u64, count: usize) -> Result<Problem, String>;
-    /// Enqueues one GEMM with algorithm `i` of `p` on `stream`.
+    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, e: &Epilogue, scales: Option<Scales>, workspace: u64, count: usize) -> Result<Problem, String>;
+    /// Enqueues one GEMM with algorithm `i` of `p` on `stream` (`c` is read only
+    /// when the problem's beta is not 0).
     #[allow(clippy::too_many_arguments)]
-    fn matmul(&self, p: &Problem, i: usize, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Result<(), String>;
+    fn matmul(&self, p: &Problem, i: usize, w: u64, x: u64, c: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Result<(), String>;
     /// Destroys `p`'s descriptors.
     fn free(&self, p: Problem);
 }
@@ -247,21 +266,26 @@ impl<H: Heuristic> Vendor for Lt<H> {
         self.version
     }
 
-    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, bias: u64, scales: Option<Scales>, workspace: u64, count: usize) -> Result<Problem, String> {
+    fn problem(&self, dtype: DType, out: DType, m: u64, n: u64, k: u64, e: &Epilogue, scales: Option<Scales>, workspace: u64, count: usize) -> Result<Problem, String> {
         let v = &self.values;
         // The data types share their numbers (hipDataType, cudaDataType).
         let (t, to) = (skinnylt::route::hip_from_dtype(dtype), skinnylt::route::hip_from_dtype(out));
         let null = std::ptr::null_mut();
-        let mut p = Problem { desc: null, a: null, b: null, d: null, pref: null, algos: Vec::new(), null_c: dtype.is_fp8() && v.fp8_null_c };
+        let mut p = Problem { desc: null, a: null, b: null, d: null, pref: null, algos: Vec::new(), null_c: dtype.is_fp8() && v.fp8_null_c && e.beta == 0.0, beta: e.beta };
         // On an error the descriptors made so far are freed with `p`.
         let r = (|| {
             lt!(self, MatmulDescCreate(&mut p.desc, v.compute_32f, v.r_32f))?;
             let set = |attr: c_int, bytes: &[u8]| lt!(self, MatmulDescSetAttribute(p.desc, attr, bytes.as_ptr().cast(), bytes.len()));
             set(v.desc_transa, &v.op_t.to_le_bytes())?;
             set(v.desc_transb, &v.op_n.to_le_bytes())?;
-            if bias != 0 {
-                set(v.desc_epilogue, &v.epilogue_bias.to_le_bytes())?;
-                set(v.desc_bias_pointer, &bias.to_le_bytes())?;
+            if e.value != 0 {
+                set(v.desc_epilogue, &e.value.to_le_bytes())?;
+            }
+            if e.bias != 0 {
+                set(v.desc_bias_pointer, &e.bias.to_le_bytes())?;
+            }
+            if e.bias_f32 {
+                set(v.desc_bias_data_type, &v.r_32f.to_le_bytes())?;
             }
             if let Some(s) = scales {
                 set(v.desc_a_scale_pointer, &s.a.to_le_bytes())?;
@@ -291,8 +315,9 @@ impl<H: Heuristic> Vendor for Lt<H> {
         }
     }
 
-    fn matmul(&self, p: &Problem, i: usize, w: u64, x: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Result<(), String> {
-        let (alpha, beta) = (1f32, 0f32);
+    fn matmul(&self, p: &Problem, i: usize, w: u64, x: u64, c: u64, y: u64, ws: u64, ws_size: usize, stream: *mut c_void) -> Result<(), String> {
+        let (alpha, beta) = (1f32, p.beta);
+        let c = if p.null_c { std::ptr::null() } else if beta != 0.0 { c as *const c_void } else { y as *const c_void };
         let algo: *const H::Algo = p.algos[i].as_ptr().cast();
         lt!(
             self,
@@ -305,7 +330,7 @@ impl<H: Heuristic> Vendor for Lt<H> {
                 x as *const c_void,
                 p.b,
                 (&beta as *const f32).cast(),
-                if p.null_c { std::ptr::null() } else { y as *const c_void },
+                c,
                 p.d,
                 y as *mut c_void,
                 p.d,
