@@ -61,14 +61,47 @@ pub struct Plan {
 ///    per-row entries measured at that K: `Tuning::vendor_us`);
 /// 4. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
+    explain(table, fallback, t, p, can_forward).0
+}
+
+/// Which rule of [`choose`] decided a problem ([`explain`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// Batch-invariant planning: one summation order for every M.
+    Invariant,
+    /// 1: the table's measured band (a kernel, or "forward").
+    Band,
+    /// 2: a choice borrowed from the nearest anchors.
+    Transfer,
+    /// 3: the planner's cost model (its choice, or "no clear win"); also a
+    /// forward for want of planner constants.
+    Planner,
+    /// 4: the fallback rule (standalone, no planner constants).
+    Fallback,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Invariant => "batch-invariant",
+            Rule::Band => "table",
+            Rule::Transfer => "transfer",
+            Rule::Planner => "planner",
+            Rule::Fallback => "fallback",
+        }
+    }
+}
+
+/// [`choose`], and the rule that decided: what `skinnylt plan` shows.
+pub fn explain(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> (Result<Choice, Error>, Rule) {
     if p.batch_invariant {
-        return invariant(table, fallback, t, p);
+        return (invariant(table, fallback, t, p), Rule::Invariant);
     }
     if let Some(band) = table.lookup(p).filter(|b| b.measured && b.holds_at(t.arch, p.m)) {
         match band.choice {
-            Choice::Forward if can_forward => return Err(Error::TunedForward),
+            Choice::Forward if can_forward => return (Err(Error::TunedForward), Rule::Band),
             Choice::Forward => {}
-            run => return Ok(run),
+            run => return (Ok(run), Rule::Band),
         }
     }
     let all = kernels::for_arch(t.arch).kernels;
@@ -78,20 +111,27 @@ pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_
         v
     };
     if let Some(borrowed) = table.transfer(t.arch, p, kept_splits).filter(|b| b.wins || !can_forward) {
-        return Ok(borrowed.choice);
+        return (Ok(borrowed.choice), Rule::Transfer);
     }
     match &table.planner {
         Some(model) => {
-            let (choice, us) = planned(model, t, p).ok_or(Error::NoKernel)?;
-            let margin = if p.dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin };
-            if can_forward && table.vendor_us(model, p) < margin * us {
-                return Err(Error::PlannerForward);
+            let Some((choice, us)) = planned(model, t, p) else { return (Err(Error::NoKernel), Rule::Planner) };
+            if can_forward && table.vendor_us(model, p) < planner_margin(model, p) * us {
+                return (Err(Error::PlannerForward), Rule::Planner);
             }
-            Ok(choice)
+            (Ok(choice), Rule::Planner)
         }
-        None if can_forward => Err(Error::PlannerForward),
-        None => fallback.choose(t.units, p).ok_or(Error::NoKernel),
+        None if can_forward => (Err(Error::PlannerForward), Rule::Planner),
+        None => (fallback.choose(t.units, p).ok_or(Error::NoKernel), Rule::Fallback),
     }
+}
+
+/// The factor by which the planner's choice, at the slow end of its calibration,
+/// must beat the vendor's predicted time to run where the vendor could take the
+/// call: the model's margin (fp8: at least `planner::UNCALIBRATED_MARGIN`, as
+/// nothing fp8 was fitted).
+pub fn planner_margin(model: &CostModel, p: &Problem) -> f64 {
+    if p.dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin }
 }
 
 /// Batch-invariant planning: every M of (dtype, N, K) runs kernels of one summation

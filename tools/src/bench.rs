@@ -28,7 +28,7 @@ use crate::vendor::{self, OwnedProblem, Problem, Vendor};
 use crate::progress::Progress;
 use crate::reference::{self, Rng};
 
-/// Which shapes and dtype a measuring command works on (`bench`, `tune`).
+/// Which shapes and dtype a command works on (`bench`, `tune`, `plan`).
 #[derive(clap::Args)]
 pub struct ShapeArgs {
     /// Groups of the public grid to run (G1, G2, G3; "none"). Default: all three,

@@ -14,6 +14,7 @@ pub mod grid;
 pub mod info;
 pub mod kernels;
 pub mod models;
+pub mod plan;
 pub mod progress;
 pub mod reference;
 pub mod stress;

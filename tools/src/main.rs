@@ -9,12 +9,13 @@
 //! * `audit` — the static audit of the embedded device code;
 //! * `kernels` — the embedded kernel catalog, or the toolchain that built it;
 //! * `bench` — skinnylt against the vendor library, same run, cold weights, graphs;
+//! * `plan`  — how a set of shapes is routed on an arch, and why, without a GPU;
 //! * `tune`  — per-shape search over kernel configs and split-K; writes the tuning file;
 //! * `stress` — many threads and streams through the C API for minutes, intercepted
 //!   and forwarded problems checked against float64, exact counters, graph replays.
 
 
-use skinnylt_tools::{audit, bench, check, demo, fit, info, kernels, stress, tune};
+use skinnylt_tools::{audit, bench, check, demo, fit, info, kernels, plan, stress, tune};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -39,6 +40,8 @@ enum Cmd {
     Kernels(kernels::Args),
     /// Time skinnylt and the vendor library side by side (needs a GPU).
     Bench(bench::Args),
+    /// How skinnylt routes a set of shapes on an arch, and why (no GPU needed).
+    Plan(plan::Args),
     /// Measure every kernel config per shape and write tuning/<arch>.json (needs a GPU).
     Tune(tune::Args),
     /// Fit the planner's cost model to `tune --dump` measurements; writes it into a
@@ -65,6 +68,7 @@ fn main() {
         Cmd::Audit => audit(),
         Cmd::Kernels(a) => kernels::run(&a),
         Cmd::Bench(a) => bench::run(&a),
+        Cmd::Plan(a) => plan::run(&a),
         Cmd::Tune(a) => tune::run(&a),
         Cmd::Plot(a) => bench::plot(&a),
         Cmd::Fit(a) => fit::run(&a),
