@@ -116,7 +116,7 @@ pub fn explain(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can
     match &table.planner {
         Some(model) => {
             let Some((choice, us)) = planned(model, t, p) else { return (Err(Error::NoKernel), Rule::Planner) };
-            if can_forward && table.vendor_us(model, p) < planner_margin(model, p) * us {
+            if can_forward && table.vendor_us(model, p) < planner_margin(model, p.dtype) * us {
                 return (Err(Error::PlannerForward), Rule::Planner);
             }
             (Ok(choice), Rule::Planner)
@@ -130,8 +130,8 @@ pub fn explain(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can
 /// must beat the vendor's predicted time to run where the vendor could take the
 /// call: the model's margin (fp8: at least `planner::UNCALIBRATED_MARGIN`, as
 /// nothing fp8 was fitted).
-pub fn planner_margin(model: &CostModel, p: &Problem) -> f64 {
-    if p.dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin }
+pub fn planner_margin(model: &CostModel, dtype: crate::route::DType) -> f64 {
+    if dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin }
 }
 
 /// Batch-invariant planning: every M of (dtype, N, K) runs kernels of one summation

@@ -101,7 +101,7 @@ fn routing() {
                 "planner constants fitted to measurements, {} measured kernel calibrations (only those kernels are planned); with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time, at the slow end of its kernel's measured spread, beats hipBLASLt's by {:.2}x (fp8, not fitted: {:.2}x), else it is forwarded",
                 m.calibration.len(),
                 m.margin,
-                m.margin.max(skinnylt::tuning::planner::UNCALIBRATED_MARGIN)
+                skinnylt::engine::planner_margin(m, skinnylt::route::DType::E4m3)
             ),
             Some(m) => format!(
                 "planner constants {}; with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time beats hipBLASLt's by {:.2}x, else it is forwarded",

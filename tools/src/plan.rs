@@ -231,7 +231,7 @@ pub fn decide(table: &Tuning, t: &Target, s: &Shape, dtype: DType, scales: Scale
         predicted_us: predict(false),
         predicted_high_us: predict(true),
         vendor_us: model.map(|m| table.vendor_us(m, &p)),
-        margin: model.map(|m| engine::planner_margin(m, &p)),
+        margin: model.map(|m| engine::planner_margin(m, dtype)),
     }
 }
 
