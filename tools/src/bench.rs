@@ -100,8 +100,16 @@ impl ShapeArgs {
         }
         let tp: &[u32] = if self.tp.is_empty() { &crate::models::TP } else { &self.tp };
         let tokens: &[u32] = if self.tokens.is_empty() { &crate::models::TOKENS } else { &self.tokens };
+        // A model's shape whose rows are not 16-byte runs in this dtype (fp8 with
+        // K % 16 != 0): neither skinnylt nor the vendor runs it (route.rs forwards
+        // it for alignment, cuBLASLt's fp8 kernels refuse it), so there is nothing to time.
+        let run = 16 / DType::from(self.dtype).bytes();
         for name in &self.sets {
-            v.extend(crate::models::set(name, tp, tokens)?);
+            let (fit, unfit): (Vec<Shape>, Vec<Shape>) = crate::models::set(name, tp, tokens)?.into_iter().partition(|s| s.k.is_multiple_of(run));
+            if !unfit.is_empty() {
+                eprintln!("set {name}: {} shapes left out (K not a multiple of {run} elements: 16-byte rows)", unfit.len());
+            }
+            v.extend(fit);
         }
         for path in &self.files {
             let name = std::path::Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or(path);
