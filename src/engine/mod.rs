@@ -20,7 +20,7 @@ mod launch;
 mod plan;
 
 pub use launch::{Launch, tma_tiles};
-pub use plan::{MAX_TILES, Plan, Rule, Target, choose, explain, plan, planned, planner_margin};
+pub use plan::{MAX_TILES, Plan, Rule, Target, choose, explain, plan, Planned, planned, planner_margin, planner_wins};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};

@@ -54,11 +54,13 @@ pub struct Plan {
 ///    near it won by the transfer margin, or when there is no library to forward
 ///    to; else on to the planner;
 /// 3. the planner, where the table has its constants: the candidate with the least
-///    predicted time, run only where, at the slow end of its calibration, it beats
-///    the vendor's predicted time by the model's margin when there is a library to
-///    forward to (fp8: at least `planner::UNCALIBRATED_MARGIN`, as nothing fp8 was
-///    fitted; with per-row scales the vendor's time is at least what the table's
-///    per-row entries measured at that K: `Tuning::vendor_us`);
+///    predicted time, run only where, when there is a library to forward to, it
+///    beats the vendor's predicted time at the slow end of its calibration by the
+///    model's margin (fp8: at least `planner::FP8_MARGIN`, or
+///    `planner::UNCALIBRATED_MARGIN` without calibration: [`planner_margin`]), or in its median prediction by `planner::MEDIAN_MARGIN` (16-bit,
+///    calibrated: [`planner_wins`]); with per-row fp8 scales the vendor's time is
+///    the model's per-row one, and at least what the table's per-row entries
+///    measured at that K (`Tuning::vendor_us`);
 /// 4. without planner constants, the fallback rule in standalone mode, else forward.
 pub fn choose(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can_forward: bool) -> Result<Choice, Error> {
     explain(table, fallback, t, p, can_forward).0
@@ -115,11 +117,11 @@ pub fn explain(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can
     }
     match &table.planner {
         Some(model) => {
-            let Some((choice, us)) = planned(model, t, p) else { return (Err(Error::NoKernel), Rule::Planner) };
-            if can_forward && table.vendor_us(model, p) < planner_margin(model, p.dtype) * us {
+            let Some(pick) = planned(model, t, p) else { return (Err(Error::NoKernel), Rule::Planner) };
+            if can_forward && !planner_wins(model, p, table.vendor_us(model, p), &pick) {
                 return (Err(Error::PlannerForward), Rule::Planner);
             }
-            (Ok(choice), Rule::Planner)
+            (Ok(pick.choice), Rule::Planner)
         }
         None if can_forward => (Err(Error::PlannerForward), Rule::Planner),
         None => (fallback.choose(t.units, p).ok_or(Error::NoKernel), Rule::Fallback),
@@ -128,10 +130,27 @@ pub fn explain(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can
 
 /// The factor by which the planner's choice, at the slow end of its calibration,
 /// must beat the vendor's predicted time to run where the vendor could take the
-/// call: the model's margin (fp8: at least `planner::UNCALIBRATED_MARGIN`, as
-/// nothing fp8 was fitted).
+/// call: the model's margin; fp8, whose kernels plan with the 16-bit calibration,
+/// at least `planner::FP8_MARGIN` where the model is calibrated and
+/// `planner::UNCALIBRATED_MARGIN` where it is not.
 pub fn planner_margin(model: &CostModel, dtype: crate::route::DType) -> f64 {
-    if dtype.is_fp8() { model.margin.max(planner::UNCALIBRATED_MARGIN) } else { model.margin }
+    match (dtype.is_fp8(), model.calibration.is_empty()) {
+        (false, _) => model.margin,
+        (true, false) => model.margin.max(planner::FP8_MARGIN),
+        (true, true) => model.margin.max(planner::UNCALIBRATED_MARGIN),
+    }
+}
+
+/// Whether the planner's pick for `p` clears the vendor's predicted time
+/// `vendor_us` by enough to run where the vendor could take the call: at the slow
+/// end of its calibration by `planner_margin`, or, for a 16-bit pick of a
+/// calibrated model at `planner::MEDIAN_TOKENS`, by its median
+/// prediction by `planner::MEDIAN_MARGIN` (a kernel whose measured spread is wide
+/// has a slow end far above what it usually takes).
+pub fn planner_wins(model: &CostModel, p: &Problem, vendor_us: f64, pick: &Planned) -> bool {
+    let sure = vendor_us >= planner_margin(model, p.dtype) * pick.us_high;
+    let typical = !p.dtype.is_fp8() && !model.calibration.is_empty() && planner::MEDIAN_TOKENS.contains(&p.m) && vendor_us >= planner::MEDIAN_MARGIN * pick.us;
+    sure || typical
 }
 
 /// Batch-invariant planning: every M of (dtype, N, K) runs kernels of one summation
@@ -161,19 +180,27 @@ fn invariant(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem) -> Re
     }
 }
 
+/// The planner's choice and the times its win over the vendor is judged by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Planned {
+    pub choice: Choice,
+    /// Its predicted time (µs): `CostModel::predict`, the median of its calibration.
+    pub us: f64,
+    /// Its time at the slow end of its calibration (`CostModel::predict_high`).
+    pub us_high: f64,
+}
+
 /// The planner's choice for `p` on `t` (every kernel of the arch's catalog at every
-/// split, each split as the launch plan would cap it), and the time its win over
-/// the vendor is judged by: the choice's time at the slow end of its calibration
-/// (`CostModel::predict_high`).
-pub fn planned(model: &CostModel, t: &Target, p: &Problem) -> Option<(Choice, f64)> {
+/// split, each split as the launch plan would cap it) and its predicted times.
+pub fn planned(model: &CostModel, t: &Target, p: &Problem) -> Option<Planned> {
     let facts = schema::target(t.arch.name())?;
     let dev = planner::Device { units: t.units, facts };
     let all = kernels::for_arch(t.arch).kernels;
     let catalog = all.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config));
     let cap = |kernel, s| kept_split(t, kernel, s, p).unwrap_or(s);
-    let (choice, _) = planner::best(model, &dev, catalog, p, cap)?;
+    let (choice, us) = planner::best(model, &dev, catalog, p, cap)?;
     let Choice::Run { kernel, split_k } = choice else { return None };
-    Some((choice, model.predict_high(&dev, &all[kernel].config, split_k, p)?))
+    Some(Planned { choice, us, us_high: model.predict_high(&dev, &all[kernel].config, split_k, p)? })
 }
 
 /// The split the launch plan keeps when `kernel` is asked to run `p` at split `s`
@@ -250,7 +277,7 @@ mod tests {
         let mut planned_table = Tuning::default();
         planned_table.planner = Some(model());
         let small = Problem::packed(DType::E4m3, 4, 256, 7168, false).unit_view();
-        let (pick, us) = planned(&model(), &t, &small).unwrap();
+        let Planned { choice: pick, us_high: us, .. } = planned(&model(), &t, &small).unwrap();
         let want = if model().vendor_us(&small) >= crate::tuning::planner::UNCALIBRATED_MARGIN.max(model().margin) * us { Ok(pick) } else { Err(Error::PlannerForward) };
         assert_eq!(choose(&planned_table, &fb, &t, &small, true), want);
         let mut lenient = model();
@@ -267,7 +294,7 @@ mod tests {
         row_table.planner = Some(model());
         let vectors = crate::kernels::params::SCALE_A_VEC | crate::kernels::params::SCALE_B_VEC;
         let per_row = Problem { epilogue: vectors, ..small };
-        let (row_pick, _) = planned(&model(), &t, &per_row).unwrap();
+        let row_pick = planned(&model(), &t, &per_row).unwrap().choice;
         assert_eq!(choose(&row_table, &fb, &t, &per_row, true), Ok(row_pick));
         assert_eq!(choose(&row_table, &fb, &t, &small, true), want);
         let fnuz = Problem::packed(DType::E4m3Fnuz, 4, 2880, 4096, false).unit_view();
@@ -325,7 +352,7 @@ mod tests {
         let mut planned_table = Tuning::single(&p, run);
         planned_table.planner = Some(model());
         let small = Problem::packed(DType::Bf16, 4, 256, 7168, false);
-        let (pick, us) = planned(&model(), &t, &small).unwrap();
+        let Planned { choice: pick, us_high: us, .. } = planned(&model(), &t, &small).unwrap();
         assert_eq!(choose(&planned_table, &fb, &t, &small, false), Ok(pick));
         // Forwarded where a vendor is there and the predicted win is short of the margin.
         let vendor = model().vendor_us(&small);
@@ -337,6 +364,43 @@ mod tests {
         assert_eq!(choose(&planned_table, &fb, &t, &small, true), Err(Error::PlannerForward));
         // No planner constants and a vendor to forward to: forward.
         assert_eq!(choose(&Tuning::default(), &fb, &t, &small, true), Err(Error::PlannerForward));
+    }
+
+    /// A pick runs where its slow end clears the margin; a 16-bit pick of a
+    /// calibrated model also where its median prediction clears `MEDIAN_MARGIN`
+    /// at `MEDIAN_TOKENS`, not an fp8 one (not fitted) nor one of an
+    /// uncalibrated model (AMD), whose median and slow end are one number. fp8's
+    /// margin is `FP8_MARGIN` with calibration, `UNCALIBRATED_MARGIN` without.
+    #[test]
+    fn the_planner_runs_a_sure_or_a_typical_win() {
+        let uncalibrated = model();
+        let kernel = kernels::for_arch(Arch::Sm90).kernels[0].config;
+        let calibrated = CostModel { calibration: vec![schema::Calibration { kernel, token_tiles: 1, excess: 1.0, excess_high: 2.0, samples: 9 }], ..model() };
+        let pick = |us: f64, us_high: f64| Planned { choice: Choice::Run { kernel: 0, split_k: 1 }, us, us_high };
+        let at = |dtype, m| Problem::packed(dtype, m, 4096, 1024, false);
+        let (lo, hi) = (*planner::MEDIAN_TOKENS.start(), *planner::MEDIAN_TOKENS.end());
+        let (bf16, fp8, few, many) = (at(DType::Bf16, lo), at(DType::E4m3, lo), at(DType::Bf16, lo - 1), at(DType::Bf16, hi + 1));
+        // Sure: the slow end beats the vendor by the margin (1.15 here; fp8 1.2, and
+        // 1.3 without calibration), at any M.
+        for p in [&bf16, &few, &many] {
+            assert!(planner_wins(&calibrated, p, 11.6, &pick(5.0, 10.0)));
+            assert!(!planner_wins(&calibrated, p, 11.4, &pick(9.6, 10.0)));
+        }
+        assert_eq!((planner_margin(&calibrated, DType::E4m3), planner_margin(&uncalibrated, DType::E4m3)), (planner::FP8_MARGIN, planner::UNCALIBRATED_MARGIN));
+        assert!(planner_wins(&calibrated, &fp8, 12.1, &pick(9.6, 10.0)));
+        assert!(!planner_wins(&calibrated, &fp8, 11.9, &pick(5.0, 10.0)));
+        assert!(planner_wins(&uncalibrated, &fp8, 13.1, &pick(9.6, 10.0)));
+        assert!(!planner_wins(&uncalibrated, &fp8, 12.9, &pick(5.0, 10.0)));
+        // Typical: the median beats it by MEDIAN_MARGIN, where the slow end does not.
+        let vendor = planner::MEDIAN_MARGIN * 8.0 + 0.01;
+        assert!(vendor < calibrated.margin * 10.0);
+        assert!(planner_wins(&calibrated, &bf16, vendor, &pick(8.0, 10.0)));
+        assert!(planner_wins(&calibrated, &at(DType::Bf16, hi), vendor, &pick(8.0, 10.0)));
+        assert!(!planner_wins(&calibrated, &bf16, vendor - 0.02, &pick(8.0, 10.0)));
+        assert!(!planner_wins(&calibrated, &few, vendor, &pick(8.0, 10.0)));
+        assert!(!planner_wins(&calibrated, &many, vendor, &pick(8.0, 10.0)));
+        assert!(!planner_wins(&calibrated, &fp8, vendor, &pick(8.0, 10.0)));
+        assert!(!planner_wins(&uncalibrated, &bf16, vendor, &pick(8.0, 10.0)));
     }
 
     /// The split never exceeds what the partials capacity holds, nor the cluster

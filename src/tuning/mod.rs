@@ -414,11 +414,15 @@ impl Tuning {
     }
 
     /// The vendor library's predicted time (µs) on `p` (in units) by `model`; for fp8
-    /// with scale vectors on both sides, at least `vendor_row_floor_us`.
+    /// with scale vectors on both sides, by the model's per-row vendor model where it
+    /// has one, and at least `vendor_row_floor_us`.
     pub fn vendor_us(&self, model: &schema::CostModel, p: &Problem) -> f64 {
         let both = crate::kernels::params::SCALE_A_VEC | crate::kernels::params::SCALE_B_VEC;
-        let floor = if p.dtype.is_fp8() && p.epilogue & both == both { self.vendor_row_floor_us(p) } else { None };
-        model.vendor_us(p).max(floor.unwrap_or(0.0))
+        if !(p.dtype.is_fp8() && p.epilogue & both == both) {
+            return model.vendor_us(p);
+        }
+        let modelled = model.vendor_row.as_ref().map_or_else(|| model.vendor_us(p), |v| v.us(p));
+        modelled.max(self.vendor_row_floor_us(p).unwrap_or(0.0))
     }
 
     /// The least time the vendor's per-row fp8 kernels were measured to take at
@@ -862,6 +866,15 @@ mod tests {
         assert_eq!(t.vendor_us(&model, &both), 14.0);
         assert_eq!(t.vendor_us(&model, &one), model.vendor_us(&one));
         assert_eq!(t.vendor_us(&model, &none), model.vendor_us(&none));
+        // A per-row vendor model replaces the 16-bit one for those calls, under the floor.
+        let slow = crate::tuning::schema::VendorCost { base_us: 20.0, ..model.vendor };
+        let with_row = crate::tuning::schema::CostModel { vendor_row: Some(slow), ..model.clone() };
+        assert_eq!(t.vendor_us(&with_row, &both), slow.us(&both));
+        assert!(slow.us(&both) > 14.0);
+        let fast = crate::tuning::schema::VendorCost { fixed_us: 1.0, base_us: 1.0, ..model.vendor };
+        assert_eq!(t.vendor_us(&crate::tuning::schema::CostModel { vendor_row: Some(fast), ..model.clone() }, &both), 14.0);
+        assert_eq!(t.vendor_us(&with_row, &one), model.vendor_us(&one));
+        assert_eq!(t.vendor_us(&with_row, &none), model.vendor_us(&none));
         // A table without per-row entries has no floor.
         assert_eq!(Tuning::default().vendor_row_floor_us(&both), None);
     }

@@ -35,12 +35,31 @@ use super::Choice;
 use super::schema::{Calibration, CostModel, DType, KernelConfig, KindCost, TargetFacts, MAX_CLUSTER_SPLIT};
 use crate::route::Problem;
 
-/// The margin by which a prediction must beat the vendor's where the model was not
-/// measured for the problem: fp8 operands, whose kernels share the 16-bit kernels'
-/// calibration but not their measurements (and whose vendor kernels the fit never
-/// saw). The same as the AMD tables', whose constants are documented hardware
-/// numbers.
+/// The margin by which a prediction must beat the vendor's where nothing was
+/// measured: the AMD tables' (constants from documented hardware numbers), and fp8
+/// operands on a model without calibration.
 pub const UNCALIBRATED_MARGIN: f64 = 1.3;
+
+/// The margin fp8 picks of a calibrated model must clear (at the slow end of the
+/// 16-bit calibration their kernels share; the fit saw no fp8 time). Measured on
+/// the training set at token counts no entry lists (H100, planner routing, M = 5
+/// and 24, per tensor and per row; tuning/README.md): at 1.2 no pick lost, at 1.1
+/// three LM heads did (0.94–0.96x).
+pub const FP8_MARGIN: f64 = 1.2;
+
+/// A 16-bit pick of a calibrated model also runs (with a vendor to forward to)
+/// where its median prediction beats the vendor's by this factor, whatever the
+/// slow end of its kernel's spread says (`engine::planner_wins`), at the token
+/// counts of `MEDIAN_TOKENS`. Chosen on the training set's planner routing at M = 1,
+/// 12 and 24 (tuning/README.md): at M = 12 it ran 25 more picks, every one a win.
+pub const MEDIAN_MARGIN: f64 = 1.2;
+/// Where the median rule holds: from 9 tokens, as below that the calibration
+/// (fitted mostly at M = 1) does not see what the token rows of a one-tile kernel
+/// cost (up to 0.7 µs at M = 5 on a 16-row weight tile; at M = 1 it ran 2 losses
+/// among 11 training picks); to 16, as at M = 24 it ran the held-out N ≈ 5120,
+/// K = 512 projections at 0.90x (a 32-token tile 24 rows full, the same blind
+/// spot), though the training picks there won.
+pub const MEDIAN_TOKENS: std::ops::RangeInclusive<u32> = 9..=16;
 
 /// The quantile of a kernel's measured excess factors that `Calibration::excess_high`
 /// is: a predicted win runs (with a vendor to forward to) only where it holds at
@@ -139,11 +158,17 @@ impl CostModel {
 
     /// The vendor library's predicted time (µs) on `p`.
     pub fn vendor_us(&self, p: &Problem) -> f64 {
+        self.vendor.us(p)
+    }
+}
+
+impl super::schema::VendorCost {
+    /// The time (µs) this model gives the vendor on `p` (in units).
+    pub fn us(&self, p: &Problem) -> f64 {
         let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
         let bytes = 2.0 * (n * k + m * k + m * n);
-        let v = &self.vendor;
-        let narrow = if v.full_n > 0.0 { (n / v.full_n).min(1.0).powf(v.narrow_exponent) } else { 1.0 };
-        (v.fixed_us + v.per_m_us * m / 128.0 + v.per_kilo_k_us * k / 1024.0).max(v.base_us + bytes / (v.tbs * narrow * 1e6))
+        let narrow = if self.full_n > 0.0 { (n / self.full_n).min(1.0).powf(self.narrow_exponent) } else { 1.0 };
+        (self.fixed_us + self.per_m_us * m / 128.0 + self.per_kilo_k_us * k / 1024.0).max(self.base_us + bytes / (self.tbs * narrow * 1e6))
     }
 }
 
@@ -297,6 +322,7 @@ pub(crate) fn test_model(kinds: &[(super::schema::Family, bool, bool)]) -> CostM
         unit_shared_bytes: 228 << 10,
         unit_threads: 2048,
         vendor: super::schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0, full_n: 0.0, narrow_exponent: 0.0 },
+        vendor_row: None,
         margin: 1.15,
         calibration: Vec::new(),
     }

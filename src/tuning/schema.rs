@@ -449,6 +449,13 @@ pub struct CostModel {
     /// The vendor library's time: max(fixed + per_m · M/128 + per_kilo_k · K/1024,
     /// base + bytes / bw).
     pub vendor: VendorCost,
+    /// The vendor's per-row fp8 kernels (scale vectors on both operands), the same
+    /// form fitted to the vendor times of the table's measured per-row entries
+    /// (`skinnylt fit`): cuBLASLt's outer-vector kernels are slower than its
+    /// 16-bit ones by a factor that grows with K and with mid-size weights, so
+    /// `vendor` alone would forward per-row calls skinnylt wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_row: Option<VendorCost>,
     /// skinnylt runs an unlisted shape, when a vendor library is there to forward
     /// to, only where its predicted time beats the vendor's predicted time by this
     /// factor.

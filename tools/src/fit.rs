@@ -21,8 +21,10 @@ use crate::tune::Measurement;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// `tune --dump` files (repeatable).
-    #[arg(long = "from", required = true)]
+    /// `tune --dump` files (repeatable). Without any, only what the table's own
+    /// entries determine is refitted (the per-row vendor model), the rest of its
+    /// planner kept.
+    #[arg(long = "from")]
     pub files: Vec<String>,
     /// The arch the measurements are of (gfx942, gfx950, sm90).
     #[arg(long)]
@@ -86,6 +88,9 @@ fn read(files: &[String]) -> Result<(Vec<Sample>, Vec<VendorSample>), String> {
 
 fn fit(a: &Args) -> Result<(), String> {
     let arch = Arch::from_name(&a.arch).ok_or_else(|| format!("unknown arch {}", a.arch))?;
+    if a.files.is_empty() {
+        return refit_vendor_row(a, arch);
+    }
     let (every_sample, every_vendor) = read(&a.files)?;
     // The planner is fitted to 16-bit measurements (fp8 kernels are their 16-bit
     // twins on half the bytes and plan with their calibration: docs/design.md,
@@ -97,7 +102,7 @@ fn fit(a: &Args) -> Result<(), String> {
     }
     let facts = target(arch.name()).ok_or("no target facts")?;
     let dev = Device { units: a.units.unwrap_or(arch.default_units()), facts };
-    let mut file: TuningFile = serde_json::from_str(&std::fs::read_to_string(&a.out).map_err(|e| format!("{}: {e}", a.out))?).map_err(|e| format!("{}: {e}", a.out))?;
+    let mut file = read_table(&a.out)?;
     if file.arch != arch.name() {
         return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
     }
@@ -105,7 +110,7 @@ fn fit(a: &Args) -> Result<(), String> {
     devices.sort();
     devices.dedup();
     let source = format!("fitted to {} candidate and {} vendor times measured with tune --dump on {}", samples.len(), vendor.len(), devices.join(", "));
-    let model = CostModel { source, ..fit_all(arch, a.margin, &dev, &samples, &vendor) };
+    let model = CostModel { source, vendor_row: vendor_row(&file), ..fit_all(arch, a.margin, &dev, &samples, &vendor) };
     println!("{} candidates on {} problems, {} kernel calibrations", samples.len(), vendor.len(), model.calibration.len());
     let mut errors: Vec<f64> = samples.iter().filter_map(|s| Some((model.predict(&dev, &s.c, s.split, &s.p)? / s.us).ln().abs())).collect();
     errors.sort_by(f64::total_cmp);
@@ -130,10 +135,73 @@ fn fit(a: &Args) -> Result<(), String> {
     file.planner = Some(model);
     file.anchors = anchors(&problems(&every_sample, &every_vendor), &file);
     println!("{} anchors (measured winners of shapes the entries do not list)", file.anchors.len());
-    let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
-    std::fs::write(&a.out, text + "\n").map_err(|e| format!("{}: {e}", a.out))?;
+    write_table(&a.out, &file)?;
     println!("planner constants written to {}", a.out);
     Ok(())
+}
+
+fn read_table(path: &str) -> Result<TuningFile, String> {
+    serde_json::from_str(&std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?).map_err(|e| format!("{path}: {e}"))
+}
+
+fn write_table(path: &str, file: &TuningFile) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))
+}
+
+/// `fit` without measurements: the per-row vendor model from the table's own
+/// per-row entries, the rest of its planner as it is.
+fn refit_vendor_row(a: &Args, arch: Arch) -> Result<(), String> {
+    let mut file = read_table(&a.out)?;
+    if file.arch != arch.name() {
+        return Err(format!("{} is a table for {}, not {}", a.out, file.arch, arch.name()));
+    }
+    let row = vendor_row(&file);
+    let planner = file.planner.as_mut().ok_or_else(|| format!("{} has no planner constants to add a per-row vendor model to", a.out))?;
+    planner.vendor_row = row;
+    match row {
+        Some(_) => println!("per-row vendor model fitted to the per-row entries of {}", a.out),
+        None => println!("{}: no measured per-row entries; no per-row vendor model", a.out),
+    }
+    write_table(&a.out, &file)
+}
+
+/// The measured vendor times of a table's per-row fp8 entries (each at its band's
+/// first token count, where it was measured), as problems in units (tables list K
+/// in elements).
+fn row_vendor_samples(file: &TuningFile) -> Vec<VendorSample> {
+    file.entries
+        .iter()
+        .filter(|e| e.source == "measured" && e.scales == ScaleKind::Row && e.dtype.is_fp8())
+        .filter_map(|e| Some((Problem::packed(e.dtype, e.m_min, e.n, e.k / e.dtype.per_unit(), e.bias), e.vendor_us.filter(|v| v.is_finite() && *v > 0.0)?)))
+        .collect()
+}
+
+/// The fewest distinct (N, K) shapes a per-row vendor model is fitted to. The
+/// public grid's per-row entries alone (17 shapes, 6 Ks: the H200's tables) fitted
+/// a model under which held-out per-row GEMMs ran on the H200 at down to 0.74x (13
+/// of 206 below 0.97x, most at M = 100); the grid's and the training models'
+/// small-K projections (40 shapes, 19 Ks: the H100's) one below, at 0.89x.
+const MIN_ROW_SHAPES: usize = 32;
+
+/// The per-row vendor model (`CostModel::vendor_row`), fitted as the 16-bit one is,
+/// to the table's per-row entries; `None` where they hold fewer than
+/// `MIN_ROW_SHAPES` shapes. Its error on them is printed.
+fn vendor_row(file: &TuningFile) -> Option<VendorCost> {
+    let samples = row_vendor_samples(file);
+    let mut shapes: Vec<(u32, u32)> = samples.iter().map(|(p, _)| (p.n, p.k)).collect();
+    shapes.sort();
+    shapes.dedup();
+    if shapes.len() < MIN_ROW_SHAPES {
+        println!("{} per-row shapes measured, fewer than {MIN_ROW_SHAPES}: no per-row vendor model", shapes.len());
+        return None;
+    }
+    let v = fit_vendor(&samples);
+    let mut ratios: Vec<f64> = samples.iter().map(|(p, us)| v.us(p) / us).collect();
+    ratios.sort_by(f64::total_cmp);
+    let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize];
+    println!("per-row vendor model on {} per-row entries: predicted/measured {:.2} (10 %), {:.2} (median), {:.2} (90 %)", samples.len(), q(0.1), q(0.5), q(0.9));
+    Some(v)
 }
 
 /// The kernels' constants, their calibration and the vendor model, fitted to
@@ -422,6 +490,7 @@ fn unit_model(arch: Arch, margin: f64) -> CostModel {
         unit_shared_bytes: shared,
         unit_threads: 2048,
         vendor: VendorCost { fixed_us: 5.0, per_m_us: 0.0, per_kilo_k_us: 0.0, base_us: 3.0, tbs: 3.0, full_n: 0.0, narrow_exponent: 0.0 },
+        vendor_row: None,
         margin,
         calibration: Vec::new(),
     }
@@ -484,14 +553,15 @@ impl Space {
 /// The vendor model, fitted to the vendor's measured times, with overestimates
 /// weighted twice: a vendor predicted slower than it is makes skinnylt run and lose.
 fn fit_vendor(vendor: &[VendorSample]) -> VendorCost {
-    let bounds = [(0.0, 50.0), (0.0, 50.0), (0.0, 5.0), (0.0, 50.0), (0.5, 20.0), (64.0, 1e5), (0.0, 3.0)];
+    // per_kilo_k up to 20 µs: the per-row fp8 kernels' floor grows ~5 µs per 1024 units of K.
+    let bounds = [(0.0, 50.0), (0.0, 50.0), (0.0, 20.0), (0.0, 50.0), (0.5, 20.0), (64.0, 1e5), (0.0, 3.0)];
     let to = |p: &[f64]| VendorCost { fixed_us: p[0], per_m_us: p[1], per_kilo_k_us: p[2], base_us: p[3], tbs: p[4], full_n: p[5], narrow_exponent: p[6] };
     let residuals = |p: &[f64]| -> Vec<f64> {
-        let m = CostModel { vendor: to(p), ..unit_model(Arch::Sm90, 1.0) };
+        let m = to(p);
         vendor
             .iter()
             .map(|(prob, us)| {
-                let e = (m.vendor_us(prob) / us).ln();
+                let e = (m.us(prob) / us).ln();
                 if e > 0.0 { 2.0 * e } else { e }
             })
             .collect()
@@ -616,6 +686,36 @@ fn fallback_report(dev: &Device, samples: &[Sample]) {
 mod tests {
     use super::*;
     use skinnylt::tuning::schema::DType;
+
+    /// The per-row vendor model is fitted to the table's measured per-row entries
+    /// (K in elements, each at its band's first M), none of the others; with too
+    /// few shapes among them there is none.
+    #[test]
+    fn the_per_row_vendor_model_is_fitted_to_the_per_row_entries() {
+        let truth = VendorCost { fixed_us: 4.0, per_m_us: 0.2, per_kilo_k_us: 4.0, base_us: 3.0, tbs: 2.5, full_n: 0.0, narrow_exponent: 0.0 };
+        let entry = |m: u32, n: u32, k: u32, row: bool| {
+            let v = truth.us(&Problem::packed(DType::E4m3, m, n, k / 2, false));
+            let v = if row { v } else { v / 3.0 };
+            let scales = if row { r#","scales":"row""# } else { "" };
+            format!(r#"{{"dtype":"e4m3","n":{n},"k":{k},"bias":false,"m_min":{m},"m_max":{m},"source":"measured","vendor_us":{v}{scales}}}"#)
+        };
+        // MIN_ROW_SHAPES per-row shapes, each with a per-tensor twin 3x faster.
+        let mut entries = Vec::new();
+        for i in 0..MIN_ROW_SHAPES as u32 {
+            let (n, k) = (64 << (i % 9), 512 * (1 + i % 5) + 256 * (i / 9));
+            entries.push(entry(1 + 4 * (i % 8), n, k, true));
+            entries.push(entry(1, n, k, false));
+        }
+        let table = |e: &[String]| -> TuningFile { serde_json::from_str(&format!(r#"{{"schema":1,"arch":"sm90","entries":[{}]}}"#, e.join(","))).unwrap() };
+        let file = table(&entries);
+        assert_eq!(row_vendor_samples(&file).len(), MIN_ROW_SHAPES);
+        let fitted = vendor_row(&file).unwrap();
+        for (p, us) in row_vendor_samples(&file) {
+            assert!((fitted.us(&p) / us - 1.0).abs() < 0.05, "{p:?}: {} vs {us}", fitted.us(&p));
+        }
+        // One shape short: no model.
+        assert_eq!(vendor_row(&table(&entries[..2 * MIN_ROW_SHAPES - 2])), None);
+    }
 
     /// Each calibration entry is the median of measured over modelled time above
     /// the floor for one kernel and token-tile count, and only where at least

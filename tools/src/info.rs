@@ -83,8 +83,9 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
 /// What a table's per-row fp8 entries add to the planner's vendor prediction
 /// (`Tuning::vendor_row_floor_us`): nothing without them.
 fn row_floor(t: &skinnylt::tuning::Tuning) -> String {
+    let model = if t.planner.as_ref().is_some_and(|m| m.vendor_row.is_some()) { "by a model of its per-row kernels fitted to the table's per-row entries, and " } else { "" };
     match t.vendor_row_floor_range() {
-        Some((lo, hi)) => format!("; fp8 with per-row scales: hipBLASLt's predicted time is at least its measured per-row time at that K (K = {lo}..{hi})"),
+        Some((lo, hi)) => format!("; fp8 with per-row scales: hipBLASLt's time is predicted {model}at least its measured per-row time at that K (K = {lo}..{hi})"),
         None => String::new(),
     }
 }
@@ -98,10 +99,13 @@ fn routing() {
         let entries = if t.measured() { "measured entries run as measured" } else { "entries predicted by a model (not measured): ignored, the planner decides" };
         let planner = match &t.planner {
             Some(m) if !m.calibration.is_empty() => format!(
-                "planner constants fitted to measurements, {} measured kernel calibrations (only those kernels are planned); with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time, at the slow end of its kernel's measured spread, beats hipBLASLt's by {:.2}x (fp8, not fitted: {:.2}x), else it is forwarded",
+                "planner constants fitted to measurements, {} measured kernel calibrations (only those kernels are planned); with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time, at the slow end of its kernel's measured spread, beats hipBLASLt's by {:.2}x (fp8, planned with the 16-bit calibration: {:.2}x), or, 16-bit at M = {}..{}, its median predicted time beats it by {:.2}x; else it is forwarded",
                 m.calibration.len(),
                 m.margin,
-                skinnylt::engine::planner_margin(m, skinnylt::route::DType::E4m3)
+                skinnylt::engine::planner_margin(m, skinnylt::route::DType::E4m3),
+                skinnylt::tuning::planner::MEDIAN_TOKENS.start(),
+                skinnylt::tuning::planner::MEDIAN_TOKENS.end(),
+                skinnylt::tuning::planner::MEDIAN_MARGIN
             ),
             Some(m) => format!(
                 "planner constants {}; with a real hipBLASLt, a shape no measured entry covers runs on skinnylt only where its predicted time beats hipBLASLt's by {:.2}x, else it is forwarded",
@@ -133,6 +137,8 @@ mod tests {
         // The per-row vendor floor: the H100's per-row entries span K = 96..16384 (the
         // grid's from 2880, the training models' small-K projections below).
         assert!(row_floor(&sm90).ends_with("(K = 96..16384)"), "{}", row_floor(&sm90));
+        // ... and its planner models the vendor's per-row kernels.
+        assert!(row_floor(&sm90).contains("a model of its per-row kernels"), "{}", row_floor(&sm90));
         assert_eq!(row_floor(&gfx942), "");
     }
 }
