@@ -57,8 +57,9 @@ pub struct Plan {
 ///    predicted time, run only where, when there is a library to forward to, it
 ///    beats the vendor's predicted time at the slow end of its calibration by the
 ///    model's margin (fp8: at least `planner::FP8_MARGIN`, or
-///    `planner::UNCALIBRATED_MARGIN` without calibration: [`planner_margin`]), or in its median prediction by `planner::MEDIAN_MARGIN` (16-bit,
-///    calibrated: [`planner_wins`]); with per-row fp8 scales the vendor's time is
+///    `planner::UNCALIBRATED_MARGIN` without calibration: [`planner_margin`]), or
+///    in its median prediction by `planner::MEDIAN_MARGIN` (16-bit, calibrated, at
+///    `planner::MEDIAN_TOKENS`: [`planner_wins`]); with per-row fp8 scales the vendor's time is
 ///    the model's per-row one, and at least what the table's per-row entries
 ///    measured at that K (`Tuning::vendor_us`);
 /// 4. without planner constants, the fallback rule in standalone mode, else forward.

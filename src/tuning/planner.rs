@@ -4,7 +4,9 @@
 //! taken from the hardware's documented numbers (AMD, until measured).
 //!
 //! The model, per candidate (kernel with tiles tm × tn × tk, split S) on M × N × K:
-//! * tiles = ⌈N/tn⌉·⌈M/tm⌉, CTAs = tiles·S; a CTA streams (tn + tm)·⌈K/S⌉·2 bytes;
+//! * tiles = ⌈N/tn⌉·⌈M/tm⌉, CTAs = tiles·S; a CTA streams (tn + tm)·⌈K/S⌉·2 bytes
+//!   (with `token_row_weight` w: (tn + w·M/⌈M/tm⌉)·⌈K/S⌉·2, the token rows the tile
+//!   holds);
 //! * occupancy: the CTAs one compute unit holds (shared memory, threads); waves =
 //!   ⌈CTAs / (units · occupancy)⌉, and r = min(occupancy, ⌈CTAs/units⌉) CTAs share
 //!   a unit in a wave;
@@ -141,7 +143,11 @@ impl CostModel {
         let waves = (ctas / (units * occupancy)).ceil();
         let resident = occupancy.min((ctas / units).ceil());
         let blocks = ((p.k.div_ceil(c.tile_k)) as f64 / s as f64).ceil();
-        let cta_bytes = (c.tile_n + c.tile_m) as f64 * blocks * c.tile_k as f64 * 2.0;
+        let token_rows = match self.token_row_weight {
+            Some(w) => w * p.m as f64 / p.m.div_ceil(c.tile_m).max(1) as f64,
+            None => c.tile_m as f64,
+        };
+        let cta_bytes = (c.tile_n as f64 + token_rows) * blocks * c.tile_k as f64 * 2.0;
         let intake = (self.unit_intake_gbs * 1e3).min(resident * kind.cta_gbs * 1e3); // bytes/µs
         let cta_mflop = (c.tile_m * c.tile_n) as f64 * blocks * c.tile_k as f64 * 2.0 / 1e6;
         let wave = (resident * cta_bytes / intake).max(2.0 * n * k / (self.dram_tbs * 1e6 * waves)).max(resident * cta_mflop / kind.unit_tflops);
@@ -323,6 +329,7 @@ pub(crate) fn test_model(kinds: &[(super::schema::Family, bool, bool)]) -> CostM
         unit_threads: 2048,
         vendor: super::schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0, full_n: 0.0, narrow_exponent: 0.0 },
         vendor_row: None,
+        token_row_weight: None,
         margin: 1.15,
         calibration: Vec::new(),
     }
@@ -360,6 +367,29 @@ mod tests {
         assert!(m.predict(&d, &c, 1, &Problem::packed(DType::Bf16, 1, 16384, 8192, false)).unwrap() > t1);
         // A kind without constants is not predicted.
         assert!(m.predict(&d, &KernelConfig { family: Family::Wgmma, ..c }, 1, &p).is_none());
+    }
+
+    /// Without `token_row_weight` a kernel's time does not change with M inside one
+    /// token tile (it counts `tile_m` rows); with it, it grows with the rows the
+    /// tile holds, each at that weight, and a tile of M rows costs as the old
+    /// model's at w = tile_m / M.
+    #[test]
+    fn token_rows_count_what_a_tile_holds() {
+        let d = dev();
+        // Small K, wide N, a 16-row weight tile, DRAM to spare: the unit's intake decides.
+        let c = cfg(8, 16, true);
+        let at = |m| Problem::packed(DType::Bf16, m, 7168, 512, false);
+        let legacy = CostModel { dram_tbs: 20.0, ..model() };
+        assert_eq!(legacy.modelled(&d, &c, 1, &at(1)), legacy.modelled(&d, &c, 1, &at(8)));
+        let rows = CostModel { token_row_weight: Some(3.0), ..legacy.clone() };
+        let t: Vec<f64> = [1, 5, 8].iter().map(|&m| rows.modelled(&d, &c, 1, &at(m)).unwrap()).collect();
+        assert!(t[0] < t[1] && t[1] < t[2], "{t:?}");
+        // Two token tiles of 6 rows cost as one of 6 rows each.
+        let two = rows.modelled(&d, &c, 1, &at(12)).unwrap();
+        let six = rows.modelled(&d, &c, 1, &at(6)).unwrap();
+        assert!(two > six, "twice the CTAs");
+        let full = CostModel { token_row_weight: Some(1.0), ..legacy.clone() };
+        assert!((full.modelled(&d, &c, 1, &at(8)).unwrap() - legacy.modelled(&d, &c, 1, &at(8)).unwrap()).abs() < 1e-9);
     }
 
     /// The search picks the least predicted time over kernels and splits, of the

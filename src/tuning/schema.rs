@@ -443,6 +443,14 @@ pub struct CostModel {
     pub partials_tbs: f64,
     /// Fixed cost of each wave of CTAs (µs): the first stage and the tail.
     pub wave_us: f64,
+    /// How a CTA's token rows count in its bytes. Absent (the shipped fits): as
+    /// `tile_m` rows at a weight row's cost, whatever M is. Present: the rows its
+    /// token tile really holds (M over the token tiles, zero-filled rows cost no
+    /// memory traffic), each at this many weight rows' cost: every CTA reads the
+    /// same token rows at once, hot lines of L2 (fitted by `skinnylt fit
+    /// --token-rows`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_row_weight: Option<f64>,
     /// Shared memory (LDS) and threads one compute unit holds, for occupancy.
     pub unit_shared_bytes: u32,
     pub unit_threads: u32,
