@@ -49,6 +49,11 @@ pub struct Args {
     /// (each group is refitted without its shapes).
     #[arg(long = "cross-validate", default_value_t = 0)]
     pub cross_validate: usize,
+    /// Fit nothing: score the planner `--out` already holds on the measurements
+    /// (its picks against the best measured, standalone and deployed, as a fit
+    /// reports them), to compare a shipped model with a refit on the same data.
+    #[arg(long, conflicts_with_all = ["token_rows", "cross_validate"])]
+    pub score: bool,
 }
 
 pub fn run(a: &Args) -> i32 {
@@ -110,6 +115,14 @@ fn fit(a: &Args) -> Result<(), String> {
     let mut file = read_table(&a.out)?;
     if file.arch != arch.name() {
         return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
+    }
+    if a.score {
+        let model = file.planner.ok_or_else(|| format!("{} has no planner constants to score", a.out))?;
+        let measured = problems(&samples, &vendor);
+        println!("{} on {} candidates of {} problems: {}", a.out, samples.len(), measured.len(), model.source);
+        Scores::of(&model, &dev, &measured).print("calibrated");
+        Scores::of(&CostModel { calibration: Vec::new(), ..model }, &dev, &measured).print("uncalibrated");
+        return Ok(());
     }
     let mut devices: Vec<&str> = samples.iter().map(|s| s.device.as_str()).collect();
     devices.sort();
@@ -268,9 +281,12 @@ fn problems<'a>(samples: &'a [Sample], vendor: &[VendorSample]) -> Vec<Measured<
 /// The measured problems' winners as anchors (`TuningFile::anchors`), for the
 /// shapes the table's entries do not list: each at its M, its fastest candidate
 /// even where the vendor won, with both times; bf16 ones mirrored to f16 as the
-/// tuner mirrors entries.
+/// tuner mirrors entries. The table's earlier anchors stay where these files do
+/// not measure their problem (another dtype, another token count), so that a fit
+/// to new measurements does not forget the old ones.
 fn anchors(measured: &[Measured], file: &TuningFile) -> Vec<Entry> {
     let listed: HashSet<(DType, u32, u32, bool)> = file.entries.iter().map(|e| (e.dtype, e.n, e.k, e.bias)).collect();
+    let anchor_key = |e: &Entry| (e.dtype, e.n, e.k, e.bias, e.m_min);
     let mut out = Vec::new();
     for pr in measured {
         let p = &pr.p;
@@ -297,7 +313,9 @@ fn anchors(measured: &[Measured], file: &TuningFile) -> Vec<Entry> {
         }
         out.push(e);
     }
-    out.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
+    let fresh: HashSet<_> = out.iter().map(anchor_key).collect();
+    out.extend(file.anchors.iter().filter(|e| !fresh.contains(&anchor_key(e)) && !listed.contains(&(e.dtype, e.n, e.k, e.bias))).cloned());
+    out.sort_by_key(anchor_key);
     out
 }
 
@@ -731,6 +749,36 @@ mod tests {
         }
         // One shape short: no model.
         assert_eq!(vendor_row(&table(&entries[..2 * MIN_ROW_SHAPES - 2])), None);
+    }
+
+    /// A fit's anchors are the new measurements' winners; the table's earlier
+    /// anchors stay for problems the new files do not measure (fp8, another M),
+    /// and none is kept or made for a shape an entry lists.
+    #[test]
+    fn a_fit_keeps_the_anchors_it_does_not_measure_again() {
+        let c = KernelConfig { family: Family::Splitk, tile_m: 8, tile_n: 16, tile_k: 128, stages: 4, warps: [1, 1, 4], b_to_lds: true, cluster: false, tma: false };
+        let wide = KernelConfig { tile_n: 64, warps: [1, 4, 1], ..c };
+        let anchor = |dtype: &str, n: u32, m: u32, us: f64| {
+            format!(r#"{{"dtype":"{dtype}","n":{n},"k":4096,"bias":false,"m_min":{m},"m_max":{m},"kernel":{},"split_k":2,"source":"measured","us":{us},"vendor_us":9.0}}"#, serde_json::to_string(&c).unwrap())
+        };
+        let old = [anchor("bf16", 2048, 1, 5.0), anchor("bf16", 2048, 12, 6.0), anchor("e4m3", 2048, 1, 3.0), anchor("bf16", 4096, 12, 7.0)];
+        let listed = r#"{"dtype":"bf16","n":4096,"k":4096,"bias":false,"m_min":1,"m_max":16,"source":"measured"}"#;
+        let file: TuningFile = serde_json::from_str(&format!(r#"{{"schema":1,"arch":"sm90","entries":[{listed}],"anchors":[{}]}}"#, old.join(","))).unwrap();
+        // New measurements: bf16 2048 x 4096 at M = 1 (two candidates), and the listed shape.
+        let (p, q) = (Problem::packed(DType::Bf16, 1, 2048, 4096, false), Problem::packed(DType::Bf16, 1, 4096, 4096, false));
+        let samples = [Sample { device: "test".into(), p, c, split: 4, us: 4.5 }, Sample { device: "test".into(), p, c: wide, split: 1, us: 4.0 }, Sample { device: "test".into(), p: q, c, split: 1, us: 8.0 }];
+        let vendor = [(p, 8.0), (q, 9.0)];
+        let got = anchors(&problems(&samples, &vendor), &file);
+        let find = |d: DType, n: u32, m: u32| got.iter().filter(|e| (e.dtype, e.n, e.m_min) == (d, n, m)).collect::<Vec<_>>();
+        // Re-measured: replaced by the new winner (and its f16 mirror).
+        assert_eq!(find(DType::Bf16, 2048, 1).iter().map(|e| (e.kernel, e.split_k, e.us)).collect::<Vec<_>>(), [(Some(wide), 1, Some(4.0))]);
+        assert_eq!(find(DType::F16, 2048, 1).len(), 1);
+        // Not measured again: kept as they were.
+        assert_eq!(find(DType::Bf16, 2048, 12).iter().map(|e| e.us).collect::<Vec<_>>(), [Some(6.0)]);
+        assert_eq!(find(DType::E4m3, 2048, 1).iter().map(|e| e.us).collect::<Vec<_>>(), [Some(3.0)]);
+        // A listed shape has no anchor, old or new.
+        assert!(got.iter().all(|e| e.n != 4096), "{got:?}");
+        assert_eq!(got.len(), 4);
     }
 
     /// With --token-rows the fit finds what a token row costs: times made by a

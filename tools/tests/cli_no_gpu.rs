@@ -113,3 +113,43 @@ fn info_reports_configuration_problems() {
         assert!(stderr.contains("SKINNYLT_TUNING_FILE"), "{stderr}");
     }
 }
+
+/// `fit --score` judges the planner a table holds against `tune --dump` lines and
+/// writes nothing. The planner decides by its own vendor model, the score by the
+/// measured times: with the vendor measured 30x slower than the candidates what it
+/// runs wins, with the vendor 30x faster the same choices lose.
+#[test]
+fn fit_score_judges_the_shipped_planner_and_writes_nothing() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fit-score");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let table = dir.join("sm90.json");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../tuning/sm90.json"), &table).unwrap();
+    let before = std::fs::read(&table).unwrap();
+    let kernel = r#"{"family":"splitk","tile_m":8,"tile_n":16,"tile_k":128,"stages":8,"warps":[1,1,4],"b_to_lds":true,"cluster":true}"#;
+    let deployed = |vendor_factor: f64| -> String {
+        let mut lines = String::new();
+        for n in [1024, 2048, 4096, 7168] {
+            let shape = format!(r#""device":"test","dtype":"bf16","m":1,"n":{n},"k":4096,"bias":false"#);
+            let mut best = f64::MAX;
+            for split in [1, 2, 4, 8] {
+                let us = 2.0 + n as f64 / 1024.0 + split as f64 * 0.1;
+                best = best.min(us);
+                lines += &format!("{{{shape},\"kernel\":{kernel},\"split\":{split},\"us\":{us}}}\n");
+            }
+            lines += &format!("{{{shape},\"vendor_us\":{v},\"vendor_top1_us\":{v}}}\n", v = best * vendor_factor);
+        }
+        let dump = dir.join(format!("dump-{vendor_factor}.jsonl"));
+        std::fs::write(&dump, lines).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_skinnylt")).args(["fit", "--arch", "sm90", "--score", "--from"]).arg(&dump).arg("--out").arg(&table).output().expect("run skinnylt fit");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let line = stdout.lines().find(|l| l.starts_with("calibrated:")).unwrap_or_else(|| panic!("no score: {stdout}"));
+        line.split("deployed").nth(1).and_then(|d| d.split("): ").nth(1)).and_then(|d| d.split(' ').next()).unwrap_or_else(|| panic!("{line}")).to_owned()
+    };
+    let win: f64 = deployed(30.0).parse().unwrap();
+    assert!(win > 2.0, "{win}");
+    let loss: f64 = deployed(1.0 / 30.0).parse().unwrap();
+    assert!(loss < 0.5, "{loss}");
+    assert_eq!(std::fs::read(&table).unwrap(), before, "--score wrote the table");
+}
