@@ -31,26 +31,56 @@ pub fn engines() -> &'static skinnylt::engine::Engines {
     &skinnylt::process::get().engines
 }
 
-/// Makes the library find every shipped tuning table without its entries: with
-/// `keep_planner`, the planner alone decides what runs (`bench --routing planner`);
-/// without, the fallback rule does (`check --tuning fallback`). Must run before the
-/// library reads its configuration.
+/// Makes the library find every tuning table it would read without its entries:
+/// with `keep_planner`, the planner alone decides what runs (`bench --routing
+/// planner`); without, the fallback rule does (`check --tuning fallback`). The
+/// tables are the ones the library would read: a `SKINNYLT_TUNING_FILE`, else each
+/// name from `SKINNYLT_TUNING_DIR` where it holds that file, else the shipped copy
+/// (so a refitted planner is judged by itself). Must run before the library reads
+/// its configuration.
 pub fn use_tables_without_entries(keep_planner: bool) {
     let dir = std::env::temp_dir().join(format!(
         "skinnylt-tables-without-entries-{}",
         std::process::id()
     ));
     let _ = std::fs::create_dir_all(&dir);
-    write_tables_without_entries(&dir, keep_planner);
+    let user_dir = std::env::var_os("SKINNYLT_TUNING_DIR").map(std::path::PathBuf::from);
+    write_tables_without_entries(&dir, keep_planner, user_dir.as_deref());
+    let user_file = std::env::var_os("SKINNYLT_TUNING_FILE").map(std::path::PathBuf::from);
+    let stripped_file = user_file.and_then(|f| {
+        let text = std::fs::read_to_string(&f).ok()?;
+        let out = dir.join("tuning-file.json");
+        std::fs::write(&out, without_entries(&text, keep_planner)?).ok()?;
+        Some(out)
+    });
     // SAFETY: called first thing in a command, before any thread exists and before
     // the library has read the environment.
-    unsafe { std::env::set_var("SKINNYLT_TUNING_DIR", &dir) };
+    unsafe {
+        std::env::set_var("SKINNYLT_TUNING_DIR", &dir);
+        // A file that does not read or parse stays named: the library reports it.
+        if let Some(f) = stripped_file {
+            std::env::set_var("SKINNYLT_TUNING_FILE", f);
+        }
+    }
 }
 
-/// Writes into `dir` every table a device may read, as shipped but without entries
-/// or anchors (and without planner constants unless `keep_planner`).
-fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool) {
-    use skinnylt::tuning::{self, schema::TuningFile};
+/// A table's text without entries or anchors (and without planner constants unless
+/// `keep_planner`); `None` where it does not parse.
+fn without_entries(text: &str, keep_planner: bool) -> Option<String> {
+    let mut file: skinnylt::tuning::schema::TuningFile = serde_json::from_str(text).ok()?;
+    file.entries.clear();
+    file.anchors.clear();
+    if !keep_planner {
+        file.planner = None;
+    }
+    Some(serde_json::to_string(&file).expect("a table serialises"))
+}
+
+/// Writes into `dir` every table a device may read, without entries or anchors
+/// (and without planner constants unless `keep_planner`): each from `user_dir`
+/// where it holds a table of that name that parses, else as shipped.
+fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool, user_dir: Option<&std::path::Path>) {
+    use skinnylt::tuning;
     for arch in skinnylt::gpu::Arch::ALL {
         // Every table a device of the arch may read: its own, without PDL, and the
         // device variants' (by the library's own file naming).
@@ -59,16 +89,15 @@ fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool) {
             .iter()
             .map(|v| (Some(v), v.table, v.no_pdl));
         for (variant, table, no_pdl) in std::iter::once(own).chain(variants) {
-            for (pdl, text) in [(true, table), (false, no_pdl.unwrap_or(table))] {
-                let mut file: TuningFile =
-                    serde_json::from_str(text).expect("the embedded tables parse");
-                file.entries.clear();
-                file.anchors.clear();
-                if !keep_planner {
-                    file.planner = None;
-                }
-                let text = serde_json::to_string(&file).expect("a table serialises");
-                let _ = std::fs::write(dir.join(tuning::name_of(arch, variant, pdl)), text);
+            for (pdl, shipped) in [(true, table), (false, no_pdl.unwrap_or(table))] {
+                let name = tuning::name_of(arch, variant, pdl);
+                let user = user_dir
+                    .and_then(|d| std::fs::read_to_string(d.join(&name)).ok())
+                    .and_then(|text| without_entries(&text, keep_planner));
+                let text = user.unwrap_or_else(|| {
+                    without_entries(shipped, keep_planner).expect("the embedded tables parse")
+                });
+                let _ = std::fs::write(dir.join(&name), text);
             }
         }
     }
@@ -89,7 +118,7 @@ mod tests {
                 std::process::id()
             ));
             std::fs::create_dir_all(&dir).unwrap();
-            write_tables_without_entries(&dir, keep);
+            write_tables_without_entries(&dir, keep, None);
             for arch in Arch::ALL {
                 let variants = tuning::embedded_variants(arch)
                     .iter()
@@ -108,5 +137,30 @@ mod tests {
             }
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// A table in the user's tuning directory is the one stripped (a refitted
+    /// planner is judged by itself); names it does not hold come from the shipped
+    /// copies.
+    #[test]
+    fn tables_without_entries_come_from_the_users_directory_where_it_has_them() {
+        let root = std::env::temp_dir().join(format!("skinnylt-test-user-tables-{}", std::process::id()));
+        let (user, out) = (root.join("user"), root.join("out"));
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        let mut file: tuning::schema::TuningFile = serde_json::from_str(tuning::embedded(Arch::Sm90)).unwrap();
+        assert!(!file.entries.is_empty());
+        file.planner.as_mut().unwrap().source = "refitted by the user".into();
+        std::fs::write(user.join("sm90.json"), serde_json::to_string(&file).unwrap()).unwrap();
+        write_tables_without_entries(&out, true, Some(&user));
+        let read = |name: &str| -> tuning::schema::TuningFile {
+            serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
+        };
+        let own = read("sm90.json");
+        assert_eq!(own.planner.unwrap().source, "refitted by the user");
+        assert!(own.entries.is_empty() && own.anchors.is_empty());
+        let shipped: tuning::schema::TuningFile = serde_json::from_str(tuning::embedded_no_pdl(Arch::Sm90).unwrap()).unwrap();
+        assert_eq!(read("sm90-nopdl.json").planner.unwrap().source, shipped.planner.unwrap().source);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
