@@ -25,13 +25,14 @@
 //   gfx950   v_smfmac_f32_16x16x64_{bf16,f16}      32    8       128     8 / 2
 //            v_smfmac_f32_16x16x128_fp8_fp8        32    8       256 B   8 / 4
 //   sm_90    mma.sp::ordered_metadata.m16n8k32     16    8       64      4 / 2
+//            mma.sp::ordered_metadata.m16n8k64 e4m3 16    8       128 B   4 / 2
 //
 // The token operand pieces are shared by the two groups (loaded once per step).
 #pragma once
 #include "splitk_gemm.h"
 
-// FP8: the fp8 instructions (AMD only, VD_HAS_FP8): the same rows, tokens and k per
-// step in 16-bit units, more token pieces per lane (amd_layouts.h says why).
+// FP8: the fp8 instructions (VD_HAS_FP8): the same rows, tokens and k per step in
+// 16-bit units; on AMD more token pieces per lane (amd_layouts.h says why).
 template <bool FP8>
 struct VdAtom {
   static_assert(!FP8 || VD_HAS_FP8, "this target has no fp8 virtual-dense atom");

@@ -264,9 +264,24 @@ constexpr int VD_W_PIECES = 2;  // weight pieces per lane per step
 constexpr int VD_X_PIECES = 2;  // token pieces per lane per step
 constexpr int VD_ACC = 4;       // physical accumulators per lane
 constexpr u32 VD_METADATA = 0xEEEE4444u;
-// No fp8 form here yet (mma.sp m16n8k64 .e4m3): VdAtom<true> does not compile.
-constexpr bool VD_HAS_FP8 = false;
-constexpr int VD_X_PIECES_FP8 = 0;
+// fp8 (OCP E4M3): mma.sp::ordered_metadata.m16n8k64 .e4m3. The PTX ISA shows its
+// fragments as figures only; measured on H100 (one-hot A and B bytes, then one
+// metadata nibble at a time), with 4-groups c = 0..15 of k numbered as B holds them:
+//  * B reg r of lane (g, t) = 4-group 4t + r, whole, column g;
+//  * A reg0 = row g, the kept pairs of 4-groups c0 and c0 + 4 (c0 = 8(t&1) + t/2),
+//    reg2 = of 4-groups c0 + 2 and c0 + 6, reg1/reg3 = the same for row g+8;
+//  * the metadata: one row per lane, even t row g, odd t row g+8, 8 nibbles each
+//    (so 0x44444444 in even lanes, 0xEEEEEEEE in odd ones: vd_meta).
+// A 4-group of fp8 is one 32-bit word, so a row keeping positions {0,1} needs the low
+// 2 bytes of two groups in one A register and the {2,3} row their high 2 bytes: as on
+// AMD (amd_layouts.h), B stays whole weight words and A is packed from whole token
+// words with one prmt per register. 4-group 4t + r of instruction s is word
+// 2s + r/2 of logical piece t + 4(r%2), for both operands: the weight lane (g, t)
+// holds pieces t, t+4 and the token lane pieces 2t, 2t+1, as in 16 bits, and
+// instruction s takes B = {W0[2s], W1[2s], W0[2s+1], W1[2s+1]}, A = the low and high
+// byte pairs of {X0[2s], X1[2s]}, then of {X0[2s+1], X1[2s+1]}.
+constexpr bool VD_HAS_FP8 = true;
+constexpr int VD_X_PIECES_FP8 = 2;
 
 SK_DEVICE void vd_w_piece(int lane, int j, int& row, int& piece) { row = lane >> 2; piece = (lane & 3) + 4 * j; }
 template <bool FP8>
@@ -277,9 +292,9 @@ SK_DEVICE void vd_x_piece(int lane, int j, int& tok, int& piece) { tok = lane >>
 // 8 consecutive chunks of one row per phase, stay conflict-free under any XOR < 8.)
 template <int ROW_BYTES>
 SK_DEVICE int vd_x_swizzle(int row) { return row & 1; }
-// Metadata word of a lane (the same in every lane on sm_90).
+// Metadata word of a lane (16 bits: the same in every lane; fp8: by lane parity).
 template <bool FP8>
-SK_DEVICE u32 vd_meta(int /*lane*/) { return VD_METADATA; }
+SK_DEVICE u32 vd_meta(int lane) { return FP8 ? (lane & 1 ? 0xEEEEEEEEu : 0x44444444u) : VD_METADATA; }
 // Collapsed output r (0, 1) of a lane: token g, feature 2t + r.
 SK_DEVICE void vd_out_coord(int lane, int r, int& row, int& tok) { row = 2 * (lane & 3) + r; tok = lane >> 2; }
 SK_DEVICE void vd_collapse(const float* acc, float* out) {
@@ -298,11 +313,33 @@ SK_DEVICE void mma_sp16832(f16_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
 }
 
-// One 64-k step of one instruction group: w = W0, W1 (weight row g), x = X0, X1 (token g).
+SK_DEVICE void mma_sp16864(e4m3_t, float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1, u32 b2, u32 b3, u32 e) {
+  asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0;"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
+}
+// prmt.b32: result byte i = byte (selector nibble i) of {hi:lo}.
+SK_DEVICE u32 byte_perm(u32 lo, u32 hi, u32 select) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(select));
+  return r;
+}
+
+// One step of one instruction group: w = W0, W1 (weight row g), x = X0, X1 (token g);
+// 64 k in 16 bits, 128 k in fp8 (the A packing above).
 template <typename T>
 SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
-  mma_sp16832(T{}, acc, x[0].x, x[1].x, x[0].y, x[1].y, w[0].x, w[1].x, w[0].y, w[1].y, meta);
-  mma_sp16832(T{}, acc, x[0].z, x[1].z, x[0].w, x[1].w, w[0].z, w[1].z, w[0].w, w[1].w, meta);
+  if constexpr (T::fp8) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const u32 lo0 = x[0][2 * s], lo1 = x[1][2 * s], hi0 = x[0][2 * s + 1], hi1 = x[1][2 * s + 1];
+      mma_sp16864(T{}, acc, byte_perm(lo0, lo1, 0x5410u), byte_perm(lo0, lo1, 0x7632u), byte_perm(hi0, hi1, 0x5410u),
+                  byte_perm(hi0, hi1, 0x7632u), w[0][2 * s], w[1][2 * s], w[0][2 * s + 1], w[1][2 * s + 1], meta);
+    }
+  } else {
+    mma_sp16832(T{}, acc, x[0].x, x[1].x, x[0].y, x[1].y, w[0].x, w[1].x, w[0].y, w[1].y, meta);
+    mma_sp16832(T{}, acc, x[0].z, x[1].z, x[0].w, x[1].w, w[0].z, w[1].z, w[0].w, w[1].w, meta);
+  }
 }
 
 // ---- warpgroup MMA (sm_90a only: family Wgmma, kernels/wgmma_gemm.h) ----

@@ -404,6 +404,24 @@ mod tests {
         assert!(!planner_wins(&uncalibrated, &bf16, vendor, &pick(8.0, 10.0)));
     }
 
+    /// sm_90 compiles the sparse family in fp8 (measured entries and `tune` may name
+    /// it) but plans it only in 16 bits: its fp8 form is slower than its 16-bit
+    /// twin's calibration says (`TargetFacts::vd_fp8_planned`).
+    #[test]
+    fn the_sm90_sparse_fp8_form_is_compiled_but_not_planned() {
+        let t = h100();
+        let all = kernels::for_arch(Arch::Sm90).kernels;
+        assert!(all.iter().any(|k| k.dtype == DType::E4m3 && k.config.family == Family::Vdmfma));
+        // A model that rates only the sparse family: in 16 bits it is planned.
+        let only_sparse = crate::tuning::planner::test_model(&[(Family::Vdmfma, false, false)]);
+        for m in [1, 4, 8] {
+            let bf16 = planned(&only_sparse, &t, &Problem::packed(DType::Bf16, m, 4096, 4096, false)).expect("a sparse 16-bit pick");
+            let Choice::Run { kernel, .. } = bf16.choice else { panic!() };
+            assert_eq!(all[kernel].config.family, Family::Vdmfma);
+            assert!(planned(&only_sparse, &t, &Problem::packed(DType::E4m3, m, 4096, 4096, false).unit_view()).is_none(), "M={m}");
+        }
+    }
+
     /// The split never exceeds what the partials capacity holds, nor the cluster
     /// limit, nor the counters; a split of one needs no partials.
     #[test]

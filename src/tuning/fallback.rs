@@ -54,17 +54,18 @@ impl Fallback {
         // The warpgroup-MMA family runs only where a measured tuning entry (or its
         // neighbour) names it: its split-K partials are 4-16x larger than the
         // mma.sync tiles', which the CTA-count rule below does not weigh.
+        let facts = super::schema::target(self.arch.name())?;
         let usable = |c: &KernelConfig| match c.family {
             Family::Splitk => true,
-            Family::Vdmfma => p.m <= VDMFMA_MAX_M,
+            Family::Vdmfma => p.m <= VDMFMA_MAX_M && facts.planned(p.dtype, c),
             Family::Wgmma => false,
         };
-        // Token tiles of the kernels compiled in p's dtype (fp8 has no sparse family on sm_90).
+        // Token tiles of the kernels compiled in p's dtype.
         let d = p.dtype as usize;
         let compiled = || self.candidates.iter().filter(|(c, idx)| usable(c) && idx[d].is_some());
         let tm = compiled().map(|(c, _)| c.tile_m).filter(|&tm| tm >= p.m).min().or_else(|| compiled().map(|(c, _)| c.tile_m).max())?;
         let target = CTAS_PER_UNIT * units as f64;
-        let prefer_vdmfma = super::schema::target(self.arch.name()).is_some_and(|t| t.atom_toks > VDMFMA_MAX_M);
+        let prefer_vdmfma = facts.atom_toks > VDMFMA_MAX_M;
         let mut best: Option<((f64, u32, u8, i64), Choice)> = None;
         for (c, idx) in compiled().filter(|(c, _)| c.tile_m == tm) {
             let Some(kernel) = idx[d] else { continue };
@@ -112,7 +113,8 @@ mod tests {
 
     /// VDMFMA kernels run M <= 8 only; on gfx942/gfx950 (dense atom of 16 tokens)
     /// they are the choice for M <= 8, in 16 bits and in the arch's fp8; on sm_90
-    /// the dense family wins the ties (and there is no fp8 sparse atom).
+    /// the dense family wins the ties, and the sparse fp8 form is never chosen
+    /// (`TargetFacts::vd_fp8_planned`).
     #[test]
     fn vdmfma_only_for_m_up_to_8_and_preferred_on_amd() {
         for arch in Arch::ALL {
@@ -130,7 +132,7 @@ mod tests {
                         } else if t.amd {
                             assert_eq!(fam, Family::Vdmfma, "{arch:?} {dtype:?} M={m} N={n} K={k}");
                         } else if dtype.is_fp8() {
-                            assert_eq!(fam, Family::Splitk, "{arch:?} has no fp8 VDMFMA");
+                            assert_eq!(fam, Family::Splitk, "{arch:?} {dtype:?} M={m} N={n} K={k}: the sparse fp8 form is not planned");
                         }
                     }
                 }

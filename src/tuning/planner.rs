@@ -202,7 +202,7 @@ pub fn suits(c: &KernelConfig, m: u32) -> bool {
 pub fn best<'a>(model: &CostModel, dev: &Device, catalog: impl Iterator<Item = (usize, DType, &'a KernelConfig)>, p: &Problem, cap: impl Fn(usize, u32) -> u32) -> Option<(Choice, f64)> {
     let mut best: Option<(Choice, f64)> = None;
     for (kernel, dtype, c) in catalog {
-        if dtype != p.dtype || !suits(c, p.m) {
+        if dtype != p.dtype || !suits(c, p.m) || !dev.facts.planned(dtype, c) {
             continue;
         }
         for s in splits(c, p) {
@@ -271,7 +271,7 @@ pub fn invariant_best(
         let won = measured(m).and_then(|(k, s)| Some((summation_class(config(k)?), s, k)));
         reference.push((best(model, dev, catalog.iter().copied(), &at(m), |_, s| s)?.1, won));
     }
-    let members: Vec<(usize, &KernelConfig)> = catalog.iter().filter(|(_, d, _)| *d == p.dtype).map(|&(i, _, c)| (i, c)).collect();
+    let members: Vec<(usize, &KernelConfig)> = catalog.iter().filter(|(_, d, c)| *d == p.dtype && dev.facts.planned(*d, c)).map(|&(i, _, c)| (i, c)).collect();
     let mut classes: Vec<Class> = members.iter().map(|(_, c)| summation_class(c)).collect();
     classes.sort();
     classes.dedup();

@@ -151,9 +151,15 @@ pub struct TargetFacts {
     /// step (VD_K).
     pub vd_rows: u32,
     pub vd_k: u32,
-    /// The VDMFMA family has an fp8 form (VD_HAS_FP8: the AMD fp8 v_smfmac; sm_90's
-    /// mma.sp .e4m3 is not written).
+    /// The VDMFMA family has an fp8 form (VD_HAS_FP8: the AMD fp8 v_smfmac, sm_90's
+    /// mma.sp m16n8k64 .e4m3).
     pub vd_fp8: bool,
+    /// The planner and the fallback may choose that fp8 form. Its instruction and A
+    /// packing are its own, so it does not take its 16-bit twin's times, whose
+    /// calibration the planner would use: on sm_90 it measured 1.43x slower than the
+    /// dense fp8 split-K (H100, grid at M <= 8; docs/design.md, section 3.5), so
+    /// there only a measured table entry names it.
+    pub vd_fp8_planned: bool,
     /// Shared memory per SM and per-CTA reservation where clusters exist (sm90);
     /// 0 elsewhere.
     pub sm_lds: u32,
@@ -164,9 +170,9 @@ pub struct TargetFacts {
 }
 
 pub const TARGETS: [TargetFacts; 3] = [
-    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, vd_fp8: true, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3Fnuz) },
-    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, vd_fp8: true, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3) },
-    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, vd_fp8: false, sm_lds: 228 << 10, lds_reserved: 1024, fp8: Some(DType::E4m3) },
+    TargetFacts { name: "gfx942", wave: 64, atom_toks: 16, lds_limit: 64 << 10, amd: true, copy_bytes: 4, vd_rows: 16, vd_k: 64, vd_fp8: true, vd_fp8_planned: true, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3Fnuz) },
+    TargetFacts { name: "gfx950", wave: 64, atom_toks: 16, lds_limit: 160 << 10, amd: true, copy_bytes: 16, vd_rows: 16, vd_k: 128, vd_fp8: true, vd_fp8_planned: true, sm_lds: 0, lds_reserved: 0, fp8: Some(DType::E4m3) },
+    TargetFacts { name: "sm90", wave: 32, atom_toks: 8, lds_limit: 227 << 10, amd: false, copy_bytes: 16, vd_rows: 8, vd_k: 64, vd_fp8: true, vd_fp8_planned: false, sm_lds: 228 << 10, lds_reserved: 1024, fp8: Some(DType::E4m3) },
 ];
 
 /// gemm_common.h's lds_spare: the LDS bytes a kernel using `base` bytes per CTA can
@@ -183,6 +189,14 @@ fn lds_spare(t: &TargetFacts, base: u32) -> u32 {
 
 pub fn target(name: &str) -> Option<TargetFacts> {
     TARGETS.iter().copied().find(|t| t.name == name)
+}
+
+impl TargetFacts {
+    /// Whether the planner and the fallback may choose kernel `c` in `dtype` (a
+    /// measured table entry may name any compiled kernel).
+    pub fn planned(&self, dtype: DType, c: &KernelConfig) -> bool {
+        !(dtype.is_fp8() && c.family == Family::Vdmfma) || self.vd_fp8_planned
+    }
 }
 
 impl KernelConfig {
