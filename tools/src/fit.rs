@@ -54,6 +54,12 @@ pub struct Args {
     /// reports them), to compare a shipped model with a refit on the same data.
     #[arg(long, conflicts_with_all = ["token_rows", "cross_validate"])]
     pub score: bool,
+    /// Leave the table's anchors as they are (refit the planner alone) instead of
+    /// writing the measurements' winners as anchors. Anchors lend their kernel to
+    /// shapes nobody measured, so refresh them only with a held-out check of what
+    /// they lend (tuning/README.md, transfer).
+    #[arg(long = "keep-anchors")]
+    pub keep_anchors: bool,
 }
 
 pub fn run(a: &Args) -> i32 {
@@ -151,8 +157,12 @@ fn fit(a: &Args) -> Result<(), String> {
         }
     }
     file.planner = Some(model);
-    file.anchors = anchors(&problems(&every_sample, &every_vendor), &file);
-    println!("{} anchors (measured winners of shapes the entries do not list)", file.anchors.len());
+    if a.keep_anchors {
+        println!("{} anchors kept as they were", file.anchors.len());
+    } else {
+        file.anchors = anchors(&problems(&every_sample, &every_vendor), &file);
+        println!("{} anchors (measured winners of shapes the entries do not list)", file.anchors.len());
+    }
     write_table(&a.out, &file)?;
     println!("planner constants written to {}", a.out);
     Ok(())

@@ -153,3 +153,51 @@ fn fit_score_judges_the_shipped_planner_and_writes_nothing() {
     assert!(loss < 0.5, "{loss}");
     assert_eq!(std::fs::read(&table).unwrap(), before, "--score wrote the table");
 }
+
+/// `fit --keep-anchors` refits the planner and leaves the table's anchors (and
+/// entries) exactly as they were; without it the measurements' winners become
+/// anchors.
+#[test]
+fn fit_keep_anchors_refits_the_planner_alone() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fit-keep-anchors");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernels = [
+        r#"{"family":"splitk","tile_m":8,"tile_n":16,"tile_k":128,"stages":8,"warps":[1,1,4],"b_to_lds":true,"cluster":true}"#,
+        r#"{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true}"#,
+    ];
+    let mut lines = String::new();
+    for (i, n) in [1024u32, 1536, 2048, 3072, 4096, 5120, 6144, 7168].into_iter().enumerate() {
+        for m in [1u32, 5] {
+            let shape = format!(r#""device":"test","dtype":"bf16","m":{m},"n":{n},"k":4096,"bias":false"#);
+            let mut best = f64::MAX;
+            for (j, kernel) in kernels.iter().enumerate() {
+                for split in [1, 2, 4] {
+                    let us = 2.0 + n as f64 / 1024.0 * (1.0 + 0.1 * j as f64) + split as f64 * 0.1 + 0.01 * i as f64;
+                    best = best.min(us);
+                    lines += &format!("{{{shape},\"kernel\":{kernel},\"split\":{split},\"us\":{us}}}\n");
+                }
+            }
+            lines += &format!("{{{shape},\"vendor_us\":{v},\"vendor_top1_us\":{v}}}\n", v = best * 1.3);
+        }
+    }
+    let dump = dir.join("dump.jsonl");
+    std::fs::write(&dump, lines).unwrap();
+    let parse = |path: &std::path::Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    for keep in [true, false] {
+        let table = dir.join(format!("sm90-{keep}.json"));
+        std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../tuning/sm90.json"), &table).unwrap();
+        let before = parse(&table);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skinnylt"));
+        cmd.args(["fit", "--arch", "sm90", "--from"]).arg(&dump).arg("--out").arg(&table);
+        if keep {
+            cmd.arg("--keep-anchors");
+        }
+        let out = cmd.output().expect("run skinnylt fit");
+        assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let after = parse(&table);
+        assert_eq!(after["entries"], before["entries"], "keep {keep}");
+        assert_ne!(after["planner"], before["planner"], "keep {keep}: the planner was not refitted");
+        assert_eq!(after["anchors"] == before["anchors"], keep, "keep {keep}");
+    }
+}
