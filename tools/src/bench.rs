@@ -20,6 +20,7 @@ use skinnylt::abi::Status;
 use skinnylt::engine::Device;
 use skinnylt::gpu::DeviceInfo;
 use skinnylt::route::DType;
+use skinnylt::tuning::Choice;
 
 use crate::client::{self, Handle, Linear};
 use crate::gpu::{Buf, Gpu};
@@ -642,6 +643,21 @@ struct Bencher<'a> {
     h: Handle,
 }
 
+/// How skinnylt takes one shape's calls (`Bencher::ours`).
+struct Ours {
+    /// Its descriptors, for calls through the C API.
+    linear: Linear,
+    /// A probe call on set 0 succeeded and skinnylt ran it.
+    runs: bool,
+    /// The calls count as the vendor's: they do not run, or deployment routing
+    /// forwards them (a shape the table forwards counts as the vendor's, as it would
+    /// with a real hipBLASLt; standalone, the library runs its fallback).
+    forwarded: bool,
+    /// The choice deployment runs, with the problem it was chosen for, where it is
+    /// not the standalone one.
+    deployed: Option<(Choice, skinnylt::route::Problem)>,
+}
+
 impl Bencher<'_> {
     /// One shape, skinnylt and the vendor on the same cold sets: the table row, and
     /// with --host the host times (for the shapes skinnylt runs).
@@ -652,13 +668,22 @@ impl Bencher<'_> {
 
         // skinnylt through the C API: timed wherever it runs (standalone), and counted
         // as the vendor's where deployment routing forwards.
-        let (l, runs, forwarded) = self.ours(&sh, &cs)?;
+        let Ours { linear: l, runs, forwarded, deployed } = self.ours(&sh, &cs)?;
         let own = if runs {
             Some(time_graph(cu, s, reps, cs.count, || (0..cs.count).try_for_each(|i| self.call_ours(&l, &cs, i)))?)
         } else {
             None
         };
-        let ours = own.filter(|_| !forwarded);
+        // The C API here has no real library, so it routes standalone; where
+        // deployment routing runs another choice (transfer lends its kernel only
+        // standalone where the anchors do not agree on a win), that choice is timed
+        // through the engine.
+        let ours = match deployed {
+            Some((choice, ref problem)) if runs && !forwarded => {
+                Some(time_graph(cu, s, reps, cs.count, || (0..cs.count).try_for_each(|i| self.call_choice(choice, problem, &sh, &cs, i)))?)
+            }
+            _ => own.filter(|_| !forwarded),
+        };
 
         // The vendor: every one of its top-8 algorithms, keep the fastest (and the first).
         let floor_us = floor_us(&sh, self.dtype, self.rig.bw);
@@ -686,12 +711,8 @@ impl Bencher<'_> {
         Ok((row, host))
     }
 
-    /// skinnylt's descriptors for `sh`, and whether its calls go to the vendor
-    /// instead: a probe call on set 0 fails or is not run by skinnylt, or the
-    /// deployment routing forwards it (a shape the table forwards counts as the
-    /// vendor's, as it would with a real hipBLASLt; standalone, the library runs
-    /// its fallback).
-    fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<(Linear, bool, bool), String> {
+    /// How skinnylt takes the calls of `sh` (`Ours`).
+    fn ours(&self, sh: &Shape, cs: &ColdSets) -> Result<Ours, String> {
         let (m, n, k) = (sh.m as u64, sh.n as u64, sh.k as u64);
         let fp8 = self.dtype.is_fp8();
         let e = self.a.epilogue;
@@ -721,12 +742,28 @@ impl Bencher<'_> {
             ldc: if residual { n } else { 0 },
             ..sh.problem(self.dtype)
         };
-        let deployed_forward = matches!(dev.choose(&problem, dev.pdl(), true), Err(Error::TunedForward | Error::PlannerForward));
+        let deployed = dev.choose(&problem, dev.pdl(), true);
+        let deployed_forward = matches!(deployed, Err(Error::TunedForward | Error::PlannerForward));
+        let other = match (deployed, dev.choose(&problem, dev.pdl(), false)) {
+            (Ok(d), Ok(standalone)) if d != standalone => Some((d, problem)),
+            _ => None,
+        };
         let before = crate::counters().intercepted;
         let probe = self.run_ours(&l, cs, 0);
         self.rig.cu.sync(self.rig.s)?;
         let runs = probe == skinnylt::abi::STATUS_SUCCESS && crate::counters().intercepted == before + 1;
-        Ok((l, runs, deployed_forward || !runs))
+        Ok(Ours { linear: l, runs, forwarded: deployed_forward || !runs, deployed: other })
+    }
+
+    /// Call `c` of `choice` on the cold sets through the engine (the path
+    /// `hipblasLtMatmul` takes once routed), for `problem` with set c's operands.
+    fn call_choice(&self, choice: Choice, problem: &skinnylt::route::Problem, sh: &Shape, cs: &ColdSets, c: usize) -> Result<(), String> {
+        let (w, x, y) = cs.set(c);
+        let (a_scale, b_scale) = cs.scales.map_or((0, 0), |s| (s.a, s.b));
+        let residual = problem.beta != 0.0;
+        let p = skinnylt::route::Problem { w, x, y, bias: cs.bias_ptr(sh), a_scale, b_scale, c: if residual { cs.c_of(c) } else { 0 }, ..*problem };
+        let call = skinnylt::engine::Call { workspace: self.ws.1, workspace_size: WORKSPACE_BYTES, stream: skinnylt::gpu::Stream(self.rig.s) };
+        crate::engines().run_choice(self.h.0 as usize, &p, choice, &call).map_err(|e| format!("{choice:?}: {e:?}"))
     }
 
     /// Call `c` of skinnylt on the cold sets, through `hipblasLtMatmul`: its status.
