@@ -111,6 +111,22 @@ mod tests {
         }
     }
 
+    /// The sparse fp8 form is never the fallback's on sm_90, even where it is the
+    /// only candidate (`TargetFacts::vd_fp8_planned`); in 16 bits, and on AMD in
+    /// fp8, it is.
+    #[test]
+    fn the_sparse_fp8_form_is_not_a_fallback_on_sm90() {
+        for arch in Arch::ALL {
+            let mut fb = Fallback::for_arch(arch);
+            fb.candidates.retain(|(c, _)| c.family == Family::Vdmfma);
+            let t = crate::tuning::schema::target(arch.name()).unwrap();
+            let fp8 = t.fp8.unwrap();
+            let pick = |dtype| fb.choose(arch.default_units(), &problem(4, 4096, 4096, dtype).unit_view());
+            assert!(pick(DType::Bf16).is_some(), "{arch:?}");
+            assert_eq!(pick(fp8).is_some(), t.vd_fp8_planned, "{arch:?}");
+        }
+    }
+
     /// VDMFMA kernels run M <= 8 only; on gfx942/gfx950 (dense atom of 16 tokens)
     /// they are the choice for M <= 8, in 16 bits and in the arch's fp8; on sm_90
     /// the dense family wins the ties, and the sparse fp8 form is never chosen

@@ -291,8 +291,10 @@ pub fn check_configured(cfg: &Config) {
     }
 }
 
-/// `SKINNYLT_TUNING_DIR`, then the installed data directory.
-fn search_dirs(cfg: &Config) -> impl Iterator<Item = std::path::PathBuf> + use<> {
+/// Where tables are looked for before the embedded copies, in order:
+/// `SKINNYLT_TUNING_DIR`, then the installed data directory (after a
+/// `SKINNYLT_TUNING_FILE`, which names one table for every device).
+pub fn search_dirs(cfg: &Config) -> impl Iterator<Item = std::path::PathBuf> + use<> {
     let dir = cfg.tuning_dir.as_ref().map(std::path::PathBuf::from);
     dir.into_iter().chain(installed_dir())
 }

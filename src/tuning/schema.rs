@@ -158,7 +158,7 @@ pub struct TargetFacts {
     /// packing are its own, so it does not take its 16-bit twin's times, whose
     /// calibration the planner would use: on sm_90 it measured 1.43x slower than the
     /// dense fp8 split-K (H100, grid at M <= 8; docs/design.md, section 3.5), so
-    /// there only a measured table entry names it.
+    /// there only a measured table entry or anchor names it.
     pub vd_fp8_planned: bool,
     /// Shared memory per SM and per-CTA reservation where clusters exist (sm90);
     /// 0 elsewhere.

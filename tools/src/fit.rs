@@ -58,7 +58,7 @@ pub struct Args {
     /// writing the measurements' winners as anchors. Anchors lend their kernel to
     /// shapes nobody measured, so refresh them only with a held-out check of what
     /// they lend (tuning/README.md, transfer).
-    #[arg(long = "keep-anchors")]
+    #[arg(long = "keep-anchors", requires = "files", conflicts_with = "score")]
     pub keep_anchors: bool,
 }
 

@@ -34,30 +34,31 @@ pub fn engines() -> &'static skinnylt::engine::Engines {
 /// Makes the library find every tuning table it would read without its entries:
 /// with `keep_planner`, the planner alone decides what runs (`bench --routing
 /// planner`); without, the fallback rule does (`check --tuning fallback`). The
-/// tables are the ones the library would read: a `SKINNYLT_TUNING_FILE`, else each
-/// name from `SKINNYLT_TUNING_DIR` where it holds that file, else the shipped copy
-/// (so a refitted planner is judged by itself). Must run before the library reads
-/// its configuration.
+/// tables are the ones the library would read (`tuning::search_dirs`): a
+/// `SKINNYLT_TUNING_FILE`, else each name from `SKINNYLT_TUNING_DIR` or the
+/// installed data directory where it holds that file, else the shipped copy (so a
+/// refitted planner is judged by itself). Must run before the library reads its
+/// configuration.
 pub fn use_tables_without_entries(keep_planner: bool) {
+    let cfg = skinnylt::config::Config::from_env();
     let dir = std::env::temp_dir().join(format!(
         "skinnylt-tables-without-entries-{}",
         std::process::id()
     ));
     let _ = std::fs::create_dir_all(&dir);
-    let user_dir = std::env::var_os("SKINNYLT_TUNING_DIR").map(std::path::PathBuf::from);
-    write_tables_without_entries(&dir, keep_planner, user_dir.as_deref());
-    let user_file = std::env::var_os("SKINNYLT_TUNING_FILE").map(std::path::PathBuf::from);
-    let stripped_file = user_file.and_then(|f| {
-        let text = std::fs::read_to_string(&f).ok()?;
+    let searched: Vec<std::path::PathBuf> = skinnylt::tuning::search_dirs(&cfg).collect();
+    write_tables_without_entries(&dir, keep_planner, &searched);
+    // A tuning file that does not read or parse stays named: the library reports it.
+    let stripped_file = cfg.tuning_file.as_ref().and_then(|f| {
+        let text = std::fs::read_to_string(f).ok()?;
         let out = dir.join("tuning-file.json");
-        std::fs::write(&out, without_entries(&text, keep_planner)?).ok()?;
+        std::fs::write(&out, without_entries(&text, keep_planner).ok()?).ok()?;
         Some(out)
     });
     // SAFETY: called first thing in a command, before any thread exists and before
     // the library has read the environment.
     unsafe {
         std::env::set_var("SKINNYLT_TUNING_DIR", &dir);
-        // A file that does not read or parse stays named: the library reports it.
         if let Some(f) = stripped_file {
             std::env::set_var("SKINNYLT_TUNING_FILE", f);
         }
@@ -65,21 +66,23 @@ pub fn use_tables_without_entries(keep_planner: bool) {
 }
 
 /// A table's text without entries or anchors (and without planner constants unless
-/// `keep_planner`); `None` where it does not parse.
-fn without_entries(text: &str, keep_planner: bool) -> Option<String> {
-    let mut file: skinnylt::tuning::schema::TuningFile = serde_json::from_str(text).ok()?;
+/// `keep_planner`); the parse error where it does not parse.
+fn without_entries(text: &str, keep_planner: bool) -> Result<String, String> {
+    let mut file: skinnylt::tuning::schema::TuningFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
     file.entries.clear();
     file.anchors.clear();
     if !keep_planner {
         file.planner = None;
     }
-    Some(serde_json::to_string(&file).expect("a table serialises"))
+    Ok(serde_json::to_string(&file).expect("a table serialises"))
 }
 
 /// Writes into `dir` every table a device may read, without entries or anchors
-/// (and without planner constants unless `keep_planner`): each from `user_dir`
-/// where it holds a table of that name that parses, else as shipped.
-fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool, user_dir: Option<&std::path::Path>) {
+/// (and without planner constants unless `keep_planner`): each from the first of
+/// `searched` that holds a table of that name, else as shipped. A table there that
+/// does not read or parse is reported, and the shipped one used (as the library
+/// would).
+fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool, searched: &[std::path::PathBuf]) {
     use skinnylt::tuning;
     for arch in skinnylt::gpu::Arch::ALL {
         // Every table a device of the arch may read: its own, without PDL, and the
@@ -91,9 +94,13 @@ fn write_tables_without_entries(dir: &std::path::Path, keep_planner: bool, user_
         for (variant, table, no_pdl) in std::iter::once(own).chain(variants) {
             for (pdl, shipped) in [(true, table), (false, no_pdl.unwrap_or(table))] {
                 let name = tuning::name_of(arch, variant, pdl);
-                let user = user_dir
-                    .and_then(|d| std::fs::read_to_string(d.join(&name)).ok())
-                    .and_then(|text| without_entries(&text, keep_planner));
+                let found = searched.iter().map(|d| d.join(&name)).find(|p| p.exists());
+                let user = found.and_then(|path| {
+                    let text = std::fs::read_to_string(&path).map_err(|e| e.to_string());
+                    text.and_then(|t| without_entries(&t, keep_planner))
+                        .map_err(|e| eprintln!("tuning file {}: {e}; the shipped {name} is used", path.display()))
+                        .ok()
+                });
                 let text = user.unwrap_or_else(|| {
                     without_entries(shipped, keep_planner).expect("the embedded tables parse")
                 });
@@ -118,7 +125,7 @@ mod tests {
                 std::process::id()
             ));
             std::fs::create_dir_all(&dir).unwrap();
-            write_tables_without_entries(&dir, keep, None);
+            write_tables_without_entries(&dir, keep, &[]);
             for arch in Arch::ALL {
                 let variants = tuning::embedded_variants(arch)
                     .iter()
@@ -152,7 +159,7 @@ mod tests {
         assert!(!file.entries.is_empty());
         file.planner.as_mut().unwrap().source = "refitted by the user".into();
         std::fs::write(user.join("sm90.json"), serde_json::to_string(&file).unwrap()).unwrap();
-        write_tables_without_entries(&out, true, Some(&user));
+        write_tables_without_entries(&out, true, std::slice::from_ref(&user));
         let read = |name: &str| -> tuning::schema::TuningFile {
             serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
         };
