@@ -51,10 +51,10 @@ impl Fallback {
 
     /// Chooses a kernel and split-K factor for `p` on a device with `units` CUs/SMs.
     pub fn choose(&self, units: u32, p: &Problem) -> Option<Choice> {
+        let facts = super::schema::target(self.arch.name())?;
         // The warpgroup-MMA family runs only where a measured tuning entry (or its
         // neighbour) names it: its split-K partials are 4-16x larger than the
         // mma.sync tiles', which the CTA-count rule below does not weigh.
-        let facts = super::schema::target(self.arch.name())?;
         let usable = |c: &KernelConfig| match c.family {
             Family::Splitk => true,
             Family::Vdmfma => p.m <= VDMFMA_MAX_M && facts.planned(p.dtype, c),
