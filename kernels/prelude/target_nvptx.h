@@ -378,7 +378,8 @@ SK_DEVICE void wgmma_fence_operands(float (&d)[N]) {
 // for each 8 columns.
 template <typename T, int N>
 struct Wgmma64;
-#define SK_F8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define SK_F4(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define SK_F8(d, i) SK_F4(d, i), SK_F4(d, i + 4)
 // fp8: k32 per instruction over the same 32 bytes of each row (the k16 of 16-bit
 // elements), with no transpose immediates (8-bit operands are K-major only).
 #define SK_WGMMA_TYPE(T, SHAPE, TYPE, TAIL, N, REGS, ...)                                                   \
@@ -395,12 +396,16 @@ struct Wgmma64;
   SK_WGMMA_TYPE(f16_t, "k16", "f16", ", 1, 1, 1, 0, 0", N, REGS, __VA_ARGS__)   \
   SK_WGMMA_TYPE(e4m3_t, "k32", "e4m3", ", 1, 1, 1", N, REGS, __VA_ARGS__)
 SK_WGMMA_SHAPE(16, "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9", SK_F8(d, 0))
+SK_WGMMA_SHAPE(24, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, %12, %13", SK_F8(d, 0), SK_F4(d, 8))
 SK_WGMMA_SHAPE(32, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17", SK_F8(d, 0), SK_F8(d, 8))
+SK_WGMMA_SHAPE(48, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, %24, %25", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16))
 SK_WGMMA_SHAPE(64, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16), SK_F8(d, 24))
+SK_WGMMA_SHAPE(96, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, %48, %49", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16), SK_F8(d, 24), SK_F8(d, 32), SK_F8(d, 40))
 SK_WGMMA_SHAPE(128, "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65", SK_F8(d, 0), SK_F8(d, 8), SK_F8(d, 16), SK_F8(d, 24), SK_F8(d, 32), SK_F8(d, 40), SK_F8(d, 48), SK_F8(d, 56))
 #undef SK_WGMMA_SHAPE
 #undef SK_WGMMA_TYPE
 #undef SK_F8
+#undef SK_F4
 
 // ---- tensor memory accelerator (sm_90) ----
 // A CUtensorMap encoded on the host (TensorMap, gemm_params.h), passed by value as a

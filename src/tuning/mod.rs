@@ -787,7 +787,7 @@ mod tests {
             assert!(c.check(&target(t).unwrap()).is_err(), "{t}");
         }
         let bad = [
-            KernelConfig { tile_m: 48, ..c },                   // no such wgmma n in the prelude
+            KernelConfig { tile_m: 40, ..c },                   // no such wgmma n in the prelude
             KernelConfig { tile_n: 96, ..c },                   // not 64 rows per warpgroup block
             KernelConfig { tile_n: 512, ..c },                  // > 2 blocks per warpgroup
             KernelConfig { tile_k: 512, ..c },                  // > 4 swizzle atoms

@@ -131,6 +131,10 @@ pub struct KernelConfig {
 /// the split here, and the kernels tell the compiler no cluster is larger
 /// (`MAX_CLUSTER`, prelude/target_nvptx.h; the build asserts the two are equal).
 pub const MAX_CLUSTER_SPLIT: u32 = 16;
+
+/// The token counts a wgmma tile may hold: the instruction's N values the prelude
+/// (`kernels/prelude/target_nvptx.h`, `Wgmma64`) defines, each a multiple of 8.
+pub const WGMMA_TOKENS: [u32; 7] = [16, 24, 32, 48, 64, 96, 128];
 /// Largest portable cluster: what the fallback may choose without a measurement.
 pub const PORTABLE_CLUSTER_SPLIT: u32 = 8;
 
@@ -329,8 +333,8 @@ impl KernelConfig {
         if !self.tile_n.is_multiple_of(16 * wn) || !(rows_per_wg == 1 || rows_per_wg == 2) {
             return err("tile_n must be 64 * warpgroups * (1 or 2)");
         }
-        if ![16, 32, 64, 128].contains(&self.tile_m) {
-            return err("tile_m must be 16, 32, 64 or 128 (a wgmma n the prelude defines)");
+        if !WGMMA_TOKENS.contains(&self.tile_m) {
+            return err(&format!("tile_m must be one of {WGMMA_TOKENS:?} (a wgmma n the prelude defines)"));
         }
         if ![64, 128, 256].contains(&self.tile_k) {
             return err("tile_k must be 64, 128 or 256 (1, 2 or 4 128-B swizzle atoms)");
