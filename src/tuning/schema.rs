@@ -131,12 +131,13 @@ pub struct KernelConfig {
 /// the split here, and the kernels tell the compiler no cluster is larger
 /// (`MAX_CLUSTER`, prelude/target_nvptx.h; the build asserts the two are equal).
 pub const MAX_CLUSTER_SPLIT: u32 = 16;
-
-/// The token counts a wgmma tile may hold: the instruction's N values the prelude
-/// (`kernels/prelude/target_nvptx.h`, `Wgmma64`) defines, each a multiple of 8.
-pub const WGMMA_TOKENS: [u32; 7] = [16, 24, 32, 48, 64, 96, 128];
 /// Largest portable cluster: what the fallback may choose without a measurement.
 pub const PORTABLE_CLUSTER_SPLIT: u32 = 8;
+
+/// The token counts a wgmma tile may hold: the instruction's N values the prelude
+/// (`kernels/prelude/target_nvptx.h`, `Wgmma64`, and the kernel's static_assert)
+/// defines, each a multiple of 8.
+pub const WGMMA_TOKENS: [u32; 7] = [16, 24, 32, 48, 64, 96, 128];
 
 /// Target facts the config rules need. Those the preludes define too (WAVE,
 /// ATOM_TOKS, COPY_BYTES, COPY_BY_WAVE = amd, HAS_CLUSTERS = !amd, VD_ROWS, VD_K,
