@@ -39,6 +39,7 @@ pub enum Reason {
     ArchUnsupported,
     TunedForward,
     PlannerForward,
+    TransferForward,
     LaunchFailed,
     /// The caller passed an algo the real library produced (`SKINNYLT_ALGO`).
     CallerAlgo,
@@ -47,7 +48,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 28] = [
+    pub const ALL: [Reason; 29] = [
         Reason::Disabled,
         Reason::Reentrant,
         Reason::UnknownDescriptor,
@@ -73,6 +74,7 @@ impl Reason {
         Reason::ArchUnsupported,
         Reason::TunedForward,
         Reason::PlannerForward,
+        Reason::TransferForward,
         Reason::LaunchFailed,
         Reason::CallerAlgo,
         Reason::Overlap,
@@ -105,6 +107,7 @@ impl Reason {
             Reason::ArchUnsupported => "arch-unsupported",
             Reason::TunedForward => "tuned-forward",
             Reason::PlannerForward => "planner-forward",
+            Reason::TransferForward => "transfer-forward",
             Reason::LaunchFailed => "launch-failed",
             Reason::CallerAlgo => "caller-algo",
             Reason::Overlap => "c-d-overlap",

@@ -101,6 +101,7 @@ fn reason_of(e: &engine::Error) -> Reason {
         engine::Error::NoKernel => Reason::ArchUnsupported,
         engine::Error::TunedForward => Reason::TunedForward,
         engine::Error::PlannerForward => Reason::PlannerForward,
+        engine::Error::TransferForward => Reason::TransferForward,
         engine::Error::TooLarge => Reason::Dimensions,
         engine::Error::Launch(e) => {
             crate::log_error!("{e}");

@@ -38,6 +38,7 @@ fn pack(r: &Result<Choice, Error>) -> Option<u64> {
         Ok(Choice::Run { kernel, split_k }) => (*kernel as u64) | (*split_k as u64) << 32,
         Ok(Choice::Forward) | Err(Error::TunedForward) => u64::MAX,
         Err(Error::PlannerForward) => u64::MAX - 1,
+        Err(Error::TransferForward) => u64::MAX - 2,
         Err(_) => return None,
     })
 }
@@ -46,6 +47,7 @@ fn unpack(v: u64) -> Result<Choice, Error> {
     match v {
         u64::MAX => Err(Error::TunedForward),
         x if x == u64::MAX - 1 => Err(Error::PlannerForward),
+        x if x == u64::MAX - 2 => Err(Error::TransferForward),
         x => Ok(Choice::Run { kernel: (x & 0xffff_ffff) as usize, split_k: (x >> 32) as u32 }),
     }
 }
@@ -118,8 +120,10 @@ mod tests {
         for other in [Key::new(&p, false, true), Key::new(&p, true, false), Key::new(&Problem { m: 13, ..p }, true, true), Key::new(&Problem { bias: 0, ..p }, true, true), scaled(SCALE_A_VEC), scaled(SCALE_B_VEC), scaled(SCALE_A_VEC | SCALE_B_VEC)] {
             assert_ne!(c.get(other), Some(run.clone()), "{other:?}");
         }
-        c.put(k, &Err(Error::PlannerForward));
-        assert_eq!(c.get(k), Some(Err(Error::PlannerForward)));
+        for forward in [Error::TunedForward, Error::TransferForward, Error::PlannerForward] {
+            c.put(k, &Err(forward.clone()));
+            assert_eq!(c.get(k), Some(Err(forward)));
+        }
         c.put(k, &Err(Error::NoKernel));
         assert_eq!(c.get(k), Some(Err(Error::PlannerForward)), "a non-forward error is not cached");
     }

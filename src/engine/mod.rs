@@ -60,6 +60,9 @@ pub enum Error {
     TunedForward,
     /// The planner predicts no clear win over the vendor library.
     PlannerForward,
+    /// The measured neighbours won only with choices that take more rounds of CTAs
+    /// here (`tuning::Transfer::spills`).
+    TransferForward,
     /// More output tiles than the kernels' grid arithmetic takes.
     TooLarge,
     /// The runtime refused the launch (or a tensor map).
@@ -74,6 +77,7 @@ impl std::fmt::Display for Error {
             Error::NoKernel => write!(f, "no kernel for this device or problem"),
             Error::TunedForward => write!(f, "the tuning table forwards this shape"),
             Error::PlannerForward => write!(f, "the planner predicts no clear win"),
+            Error::TransferForward => write!(f, "the measured neighbours' win does not carry to this shape"),
             Error::TooLarge => write!(f, "too many output tiles"),
             Error::Launch(e) => write!(f, "launch failed: {e}"),
         }

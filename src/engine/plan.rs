@@ -113,8 +113,10 @@ pub fn explain(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem, can
         v.dedup();
         v
     };
-    if let Some(borrowed) = table.transfer(t.arch, p, kept_splits).filter(|b| b.wins || !can_forward) {
-        return (Ok(borrowed.choice), Rule::Transfer);
+    match table.transfer(t.arch, t.units, p, kept_splits) {
+        Some(b) if b.spills && can_forward => return (Err(Error::TransferForward), Rule::Transfer),
+        Some(b) if matches!(b.choice, Choice::Run { .. }) && (b.wins || !can_forward) => return (Ok(b.choice), Rule::Transfer),
+        _ => {}
     }
     match &table.planner {
         Some(model) => {
@@ -253,6 +255,32 @@ mod tests {
 
     fn model() -> CostModel {
         crate::tuning::planner::test_model(&[(Family::Splitk, false, false), (Family::Splitk, true, false), (Family::Vdmfma, false, false), (Family::Wgmma, false, false), (Family::Wgmma, true, false), (Family::Wgmma, true, true)])
+    }
+
+    /// Transfer decides before the planner: the nearest anchors' agreed win runs
+    /// their kernel; where each one's kernel would need more rounds of CTAs per SM
+    /// than where it won, the call forwards (`transfer-forward`) rather than ask
+    /// the planner, and standalone, with nothing lent, the planner decides.
+    #[test]
+    fn transfer_runs_agreed_wins_and_forwards_what_would_spill() {
+        let fb = Fallback::for_arch(Arch::Sm90);
+        let kernel = r#"{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true}"#;
+        // 48 CTAs each (N = 768-1536 in 64-row tiles at splits 4, 3, 2), each beating
+        // the vendor by 1.17-1.3x.
+        let anchors: Vec<String> = [(1024, 3, 5.0, 6.0), (1536, 2, 6.0, 7.0), (768, 4, 5.0, 6.5)]
+            .iter()
+            .map(|(n, split, us, vendor)| format!(r#"{{"dtype":"bf16","n":{n},"k":7168,"bias":false,"m_min":1,"m_max":1,"source":"measured","kernel":{kernel},"split_k":{split},"us":{us},"vendor_us":{vendor}}}"#))
+            .collect();
+        let table = Tuning::parse(Arch::Sm90, &format!(r#"{{"schema":1,"arch":"sm90","planner":{},"entries":[],"anchors":[{}]}}"#, serde_json::to_string(&model()).unwrap(), anchors.join(",")), "test").unwrap();
+        let p = Problem::packed(DType::Bf16, 1, 2048, 7168, false);
+        let (ran, rule) = explain(&table, &fb, &h100(), &p, true);
+        assert_eq!(rule, Rule::Transfer);
+        // N = 2048 at split 2: 64 CTAs, one round on 132 units.
+        assert!(matches!(ran, Ok(Choice::Run { split_k: 2, .. })), "{ran:?}");
+        // On 48 units those 64 CTAs are a second round, where each anchor ran one.
+        let small = Target { units: 48, ..h100() };
+        assert_eq!(explain(&table, &fb, &small, &p, true), (Err(Error::TransferForward), Rule::Transfer));
+        assert_ne!(explain(&table, &fb, &small, &p, false).1, Rule::Transfer);
     }
 
     /// fp8 is planned in 16-bit units (two elements each) and finds its table

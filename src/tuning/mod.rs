@@ -129,8 +129,13 @@ pub const TRANSFER_RULE: TransferRule = TransferRule { agree: TRANSFER_AGREE, ma
 /// anchors near it won by the transfer margin.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Transfer {
+    /// `Choice::Forward` where `spills` and no anchor lends.
     pub choice: Choice,
     pub wins: bool,
+    /// The nearest anchors agree on a win, but not one of them lends: each one's
+    /// choice would take more rounds of CTAs here than where it won. So the
+    /// measured wins do not carry, and with a vendor library the call forwards.
+    pub spills: bool,
 }
 
 pub fn embedded(arch: Arch) -> &'static str {
@@ -489,12 +494,19 @@ impl Tuning {
     /// `TRANSFER_MARGIN` (and it comes from one of them) at no more than
     /// `TRANSFER_MAX_M` tokens. `None` without anchors near enough. Off the hot path:
     /// plans are memoised per problem.
-    pub fn transfer(&self, arch: Arch, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
-        self.transfer_by(TRANSFER_RULE, arch, p, splits)
+    ///
+    /// An anchor lends only a choice that puts no more CTAs on the busiest of the
+    /// `units` compute units than it ran with where measured: a win in one round
+    /// does not survive a second (H100, M = 24: a 16-token tile at split 1 beat
+    /// cuBLASLt 1.38x on N = 4096, K = 512 in 128 CTAs, and lent to N = 5120 and
+    /// 5376 ran them in 160–168 at 0.86–0.91x; at M = 1 the 32-row split-K tile
+    /// went from 1.35x on N = 4096 to 1.01x on N = 5120, K = 1024).
+    pub fn transfer(&self, arch: Arch, units: u32, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
+        self.transfer_by(TRANSFER_RULE, arch, units, p, splits)
     }
 
     /// `transfer` judged by another rule (`fit --cross-validate` compares rules).
-    pub fn transfer_by(&self, rule: TransferRule, arch: Arch, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
+    pub fn transfer_by(&self, rule: TransferRule, arch: Arch, units: u32, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
         let k = p.k * p.dtype.per_unit();
         let toks = schema::target(arch.name()).map_or(8, |f| f.atom_toks);
         let ln = |a: u32, b: u32| (a as f64 / b as f64).ln();
@@ -507,7 +519,10 @@ impl Tuning {
             .collect();
         near.sort_by(|x, y| x.0.total_cmp(&y.0));
         let all = kernels::for_arch(arch).kernels;
-        let (at, choice) = near.iter().enumerate().find_map(|(i, (_, a))| {
+        // What anchor `a` lends `p`, if anything: its kernel (where it runs as many
+        // token tiles), at the split that gives `p` its count of CTAs; `Err` where
+        // that puts more CTAs on the busiest of the units than where it won.
+        let lend = |a: &Anchor| -> Option<Result<Choice, ()>> {
             let Choice::Run { kernel, split_k } = a.choice else { return None };
             let c = all[kernel].config;
             if p.m.div_ceil(c.tile_m) != a.m.div_ceil(c.tile_m) {
@@ -516,11 +531,26 @@ impl Tuning {
             let ctas = |n: u32, s: u32| n.div_ceil(c.tile_n) as f64 * s as f64;
             let want = ctas(a.n, split_k);
             let split = splits(kernel).into_iter().min_by(|&x, &y| (ctas(p.n, x) / want).ln().abs().total_cmp(&(ctas(p.n, y) / want).ln().abs()).then(x.cmp(&y)))?;
-            Some((i, Choice::Run { kernel, split_k: split }))
-        })?;
+            let rounds = |n: u32, m: u32, s: u32| (n.div_ceil(c.tile_n) * m.div_ceil(c.tile_m) * s).div_ceil(units.max(1));
+            if rounds(p.n, p.m, split) > rounds(a.n, a.m, split_k) {
+                return Some(Err(()));
+            }
+            Some(Ok(Choice::Run { kernel, split_k: split }))
+        };
+        let lent: Vec<Option<Result<Choice, ()>>> = near.iter().map(|(_, a)| lend(a)).collect();
+        let agreed = p.m <= rule.max_m && near.len() >= rule.agree && near[..rule.agree].iter().all(|(_, a)| a.speedup >= rule.margin);
+        let first = lent.iter().position(|l| matches!(l, Some(Ok(_))));
         // The choice comes from one of the agreeing anchors.
-        let wins = p.m <= rule.max_m && at < rule.agree && near.len() >= rule.agree && near[..rule.agree].iter().all(|(_, a)| a.speedup >= rule.margin);
-        Some(Transfer { choice, wins })
+        let wins = agreed && first.is_some_and(|at| at < rule.agree);
+        let spills = agreed && !wins && lent[..rule.agree].iter().any(|l| matches!(l, Some(Err(()))));
+        match first {
+            Some(at) => {
+                let Some(Ok(choice)) = lent[at] else { unreachable!("`first` is a lent choice") };
+                Some(Transfer { choice, wins, spills })
+            }
+            None if spills => Some(Transfer { choice: Choice::Forward, wins: false, spills }),
+            None => None,
+        }
     }
 
     /// The table's band for this problem's shape and token count, if it lists one.
@@ -934,44 +964,51 @@ mod tests {
         let won = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 7.0), anchor(768, 1, 5, 5.0, 6.5)];
         let t = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
         let kernel = kernels::for_arch(Arch::Sm90).kernels.iter().position(|k| k.dtype == DType::Bf16 && k.config.tile_m == 8 && k.config.tile_n == 64 && k.config.tile_k == 128 && k.config.stages == 4 && !k.config.cluster).unwrap();
-        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true }));
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true, spills: false }));
         // Within the kernel's token tile (M = 5: one 8-token tile, as at M = 1).
-        assert!(t.transfer(Arch::Sm90, &p(5, 1024), splits).is_some_and(|b| b.wins));
+        assert!(t.transfer(Arch::Sm90, 132, &p(5, 1024), splits).is_some_and(|b| b.wins));
         // Beyond TRANSFER_MAX_M a borrowed choice is no win.
         let late = [anchor(1024, 64, 4, 5.0, 6.0), anchor(1536, 64, 3, 6.0, 7.0), anchor(768, 64, 5, 5.0, 6.5)];
         let t_late = Tuning::parse(Arch::Sm90, &file(&late), "test").unwrap();
-        assert_eq!(t_late.transfer(Arch::Sm90, &p(64, 1024), splits).map(|b| b.wins), Some(false));
+        assert_eq!(t_late.transfer(Arch::Sm90, 132, &p(64, 1024), splits).map(|b| b.wins), Some(false));
         // Not where the token tiles double, nor beyond reach.
-        assert_eq!(t.transfer(Arch::Sm90, &p(12, 1024), splits), None);
-        assert_eq!(t.transfer(Arch::Sm90, &p(1, 8192), splits), None);
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(12, 1024), splits), None);
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 8192), splits), None);
         // One of the two nearest short of the margin: borrowed, but no win.
         let one_short = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 6.3), anchor(768, 1, 5, 5.0, 6.5)];
         let t = Tuning::parse(Arch::Sm90, &file(&one_short), "test").unwrap();
-        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
         // Another rule judges the same anchors by its own count and margin: the
         // same borrowed choice, a different verdict.
         let looser = TransferRule { margin: 1.04, ..TRANSFER_RULE };
-        assert_eq!(t.transfer_by(looser, Arch::Sm90, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true }));
+        assert_eq!(t.transfer_by(looser, Arch::Sm90, 132, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true, spills: false }));
         let stricter = TransferRule { margin: 1.25, ..TRANSFER_RULE };
         let t_won = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
-        assert_eq!(t_won.transfer_by(stricter, Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        assert_eq!(t_won.transfer_by(stricter, Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
         // Fewer anchors than TRANSFER_AGREE are no agreement.
         let t = Tuning::parse(Arch::Sm90, &file(&won[..TRANSFER_AGREE - 1]), "test").unwrap();
-        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
         // Entries are anchors only in a table that has anchors.
         let entries = format!(r#"{{"schema":1,"arch":"sm90","entries":[{}]}}"#, won.join(","));
         let t = Tuning::parse(Arch::Sm90, &entries, "test").unwrap();
-        assert_eq!(t.transfer(Arch::Sm90, &p(1, 2048), splits), None);
-        // Anchors are not bands.
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits), None);
+        // A borrowed choice keeps its anchor's rounds of CTAs per unit: where N =
+        // 2048 may take only split 1 or 3, the nearest count to every anchor's is
+        // 96 CTAs, one round on 132 units but two on 72, where each anchor ran one.
         let t = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
+        let one_or_three = |_| vec![1, 3];
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), one_or_three).map(|b| b.choice), Some(Choice::Run { kernel, split_k: 3 }));
+        // There the anchors' agreed win does not carry: with a vendor library the call forwards.
+        assert_eq!(t.transfer(Arch::Sm90, 72, &p(1, 2048), one_or_three), Some(Transfer { choice: Choice::Forward, wins: false, spills: true }));
+        // Anchors are not bands.
         assert_eq!(t.lookup(&p(1, 1024)), None);
         // Only a dtype with anchors transfers (f16 here has entries alone).
         let f16 = won.iter().map(|a| a.replace("bf16", "f16")).collect::<Vec<_>>().join(",");
         let mixed = format!(r#"{{"schema":1,"arch":"sm90","entries":[{f16}],"anchors":[{}]}}"#, won[0]);
         let t = Tuning::parse(Arch::Sm90, &mixed, "test").unwrap();
         let f16_problem = Problem::packed(DType::F16, 1, 2048, 7168, false);
-        assert_eq!(t.transfer(Arch::Sm90, &f16_problem, splits), None);
-        assert!(t.transfer(Arch::Sm90, &p(1, 2048), splits).is_some());
+        assert_eq!(t.transfer(Arch::Sm90, 132, &f16_problem, splits), None);
+        assert!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).is_some());
     }
 
     /// A measured choice holds at the M it was measured at and wherever its kernel

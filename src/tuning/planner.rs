@@ -80,6 +80,12 @@ pub fn token_tiles(c: &KernelConfig, m: u32) -> u32 {
     m.div_ceil(c.tile_m).clamp(1, CALIBRATED_TILES)
 }
 
+/// The bytes a 16-bit GEMM of `p` moves at least: W and X read, Y written once.
+pub fn bytes(p: &Problem) -> f64 {
+    let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+    2.0 * (n * k + m * k + m * n)
+}
+
 /// Split-K factors the planner considers (as the tuner does).
 pub const SPLITS: [u32; 12] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32];
 /// The fewest K blocks a split must leave each CTA (as the fallback and tuner).
@@ -119,14 +125,18 @@ impl CostModel {
         }
         let tiles = token_tiles(c, p.m);
         let excess = factor(self.calibration.iter().find(|e| e.token_tiles == tiles && e.kernel == *c)?);
-        let floor = self.floor_us(p);
+        let floor = self.calibration_floor_us(p);
         Some(floor + (t - floor).max(MIN_EXCESS_US) * excess)
     }
 
     /// The time (µs) the bytes of `p` take at the model's DRAM bandwidth.
     pub fn floor_us(&self, p: &Problem) -> f64 {
-        let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
-        2.0 * (n * k + m * k + m * n) / (self.dram_tbs * 1e6)
+        bytes(p) / (self.dram_tbs * 1e6)
+    }
+
+    /// The floor calibration scales the excess above (`calibration_floor_tbs`).
+    pub fn calibration_floor_us(&self, p: &Problem) -> f64 {
+        bytes(p) / (self.calibration_floor_tbs.unwrap_or(self.dram_tbs) * 1e6)
     }
 
     /// The model's time (µs) of kernel `c` at split `s` on `p`, before calibration
@@ -138,9 +148,8 @@ impl CostModel {
         let tiles = (p.n.div_ceil(c.tile_n) as f64) * (p.m.div_ceil(c.tile_m) as f64);
         let ctas = tiles * s as f64;
         let units = dev.units.max(1) as f64;
-        let lds = c.lds_bytes(&dev.facts) as f64 + 1024.0;
-        let occupancy = (self.unit_shared_bytes as f64 / lds).floor().min((self.unit_threads / c.threads(&dev.facts).max(1)) as f64).clamp(1.0, 32.0);
-        let waves = (ctas / (units * occupancy)).ceil();
+        let occupancy = self.occupancy(dev, c);
+        let waves = self.waves(dev, c, s, p);
         let resident = occupancy.min((ctas / units).ceil());
         let blocks = ((p.k.div_ceil(c.tile_k)) as f64 / s as f64).ceil();
         let token_rows = match self.token_row_weight {
@@ -160,6 +169,18 @@ impl CostModel {
             }
         }
         Some(t)
+    }
+
+    /// The CTAs of kernel `c` one compute unit holds at once (shared memory, threads).
+    pub fn occupancy(&self, dev: &Device, c: &KernelConfig) -> f64 {
+        let lds = c.lds_bytes(&dev.facts) as f64 + 1024.0;
+        (self.unit_shared_bytes as f64 / lds).floor().min((self.unit_threads / c.threads(&dev.facts).max(1)) as f64).clamp(1.0, 32.0)
+    }
+
+    /// The waves kernel `c` at split `s` runs on `p` in: ⌈CTAs / (units · occupancy)⌉.
+    pub fn waves(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> f64 {
+        let ctas = p.n.div_ceil(c.tile_n) as f64 * p.m.div_ceil(c.tile_m) as f64 * s as f64;
+        (ctas / (dev.units.max(1) as f64 * self.occupancy(dev, c))).ceil()
     }
 
     /// The vendor library's predicted time (µs) on `p`.
@@ -330,6 +351,7 @@ pub(crate) fn test_model(kinds: &[(super::schema::Family, bool, bool)]) -> CostM
         vendor: super::schema::VendorCost { fixed_us: 6.0, per_m_us: 0.7, per_kilo_k_us: 0.0, base_us: 3.7, tbs: 3.0, full_n: 0.0, narrow_exponent: 0.0 },
         vendor_row: None,
         token_row_weight: None,
+        calibration_floor_tbs: None,
         margin: 1.15,
         calibration: Vec::new(),
     }

@@ -470,6 +470,13 @@ pub struct CostModel {
     /// --token-rows`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_row_weight: Option<f64>,
+    /// The bandwidth (TB/s) of the floor that calibration measures a kernel's
+    /// excess above (`planner::CostModel::calibration_floor_us`). `dram_tbs` is
+    /// fitted to every kernel and lies below what the best ones stream on large
+    /// weights, so an excess above it would predict those ~10 % slow; `skinnylt
+    /// fit` sets it to what the fastest measurement streamed. Absent: `dram_tbs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_floor_tbs: Option<f64>,
     /// Shared memory (LDS) and threads one compute unit holds, for occupancy.
     pub unit_shared_bytes: u32,
     pub unit_threads: u32,

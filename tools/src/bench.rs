@@ -743,7 +743,7 @@ impl Bencher<'_> {
             ..sh.problem(self.dtype)
         };
         let deployed = dev.choose(&problem, dev.pdl(), true);
-        let deployed_forward = matches!(deployed, Err(Error::TunedForward | Error::PlannerForward));
+        let deployed_forward = matches!(deployed, Err(Error::TunedForward | Error::PlannerForward | Error::TransferForward));
         let other = match (deployed, dev.choose(&problem, dev.pdl(), false)) {
             (Ok(d), Ok(standalone)) if d != standalone => Some((d, problem)),
             _ => None,

@@ -196,7 +196,7 @@ pub fn decide(table: &Tuning, t: &Target, s: &Shape, dtype: DType, scales: Scale
     let (deployed_plan, standalone_plan) = (launched(&deployed), launched(&standalone));
     let name = |pl: &Result<engine::Plan, Error>| match pl {
         Ok(pl) => format!("{}@{}", kernels::for_arch(t.arch).kernels[pl.kernel].name, pl.split_k),
-        Err(Error::TunedForward | Error::PlannerForward) => "forward".into(),
+        Err(Error::TunedForward | Error::PlannerForward | Error::TransferForward) => "forward".into(),
         Err(e) => format!("none ({e})"),
     };
     // The predictions behind the decision: of the choice the planner judged where it
@@ -224,7 +224,7 @@ pub fn decide(table: &Tuning, t: &Target, s: &Shape, dtype: DType, scales: Scale
         deployed: name(&deployed_plan),
         rule: rule.name(),
         forward_reason: match &deployed {
-            Err(e @ (Error::TunedForward | Error::PlannerForward)) => Some(e.to_string()),
+            Err(e @ (Error::TunedForward | Error::PlannerForward | Error::TransferForward)) => Some(e.to_string()),
             _ => None,
         },
         standalone: name(&standalone_plan),
@@ -282,7 +282,7 @@ mod tests {
             assert_eq!(rule.name(), d.rule, "{s:?}");
             match want.and_then(|c| engine::plan(&t, c, &p)) {
                 Ok(pl) => assert_eq!(d.deployed, format!("{}@{}", cat[pl.kernel].name, pl.split_k)),
-                Err(Error::TunedForward | Error::PlannerForward) => assert!(d.deployed == "forward" && d.forward_reason.is_some()),
+                Err(Error::TunedForward | Error::PlannerForward | Error::TransferForward) => assert!(d.deployed == "forward" && d.forward_reason.is_some()),
                 Err(e) => panic!("{s:?}: {e}"),
             }
             let pl = engine::plan(&t, engine::choose(&table, &fb, &t, &p, false).unwrap(), &p).unwrap();

@@ -1389,7 +1389,7 @@ fn stress(cu: &'static Gpu, a: &Args, real: Option<String>) -> Result<bool, Stri
         let designed = match (&route, s.expect) {
             (Route::Forwarded(r), Some(e)) => r == e,
             (Route::Ours, None) => true,
-            (Route::Forwarded(r), None) => interposed && (r == "tuned-forward" || r == "planner-forward"),
+            (Route::Forwarded(r), None) => interposed && (r == "tuned-forward" || r == "planner-forward" || r == "transfer-forward"),
             (Route::Ours, Some(_)) => false,
         };
         if !designed {
