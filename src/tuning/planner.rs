@@ -148,8 +148,9 @@ impl CostModel {
         let tiles = (p.n.div_ceil(c.tile_n) as f64) * (p.m.div_ceil(c.tile_m) as f64);
         let ctas = tiles * s as f64;
         let units = dev.units.max(1) as f64;
-        let occupancy = self.occupancy(dev, c);
-        let waves = self.waves(dev, c, s, p);
+        let lds = c.lds_bytes(&dev.facts) as f64 + 1024.0;
+        let occupancy = (self.unit_shared_bytes as f64 / lds).floor().min((self.unit_threads / c.threads(&dev.facts).max(1)) as f64).clamp(1.0, 32.0);
+        let waves = (ctas / (units * occupancy)).ceil();
         let resident = occupancy.min((ctas / units).ceil());
         let blocks = ((p.k.div_ceil(c.tile_k)) as f64 / s as f64).ceil();
         let token_rows = match self.token_row_weight {
@@ -169,18 +170,6 @@ impl CostModel {
             }
         }
         Some(t)
-    }
-
-    /// The CTAs of kernel `c` one compute unit holds at once (shared memory, threads).
-    pub fn occupancy(&self, dev: &Device, c: &KernelConfig) -> f64 {
-        let lds = c.lds_bytes(&dev.facts) as f64 + 1024.0;
-        (self.unit_shared_bytes as f64 / lds).floor().min((self.unit_threads / c.threads(&dev.facts).max(1)) as f64).clamp(1.0, 32.0)
-    }
-
-    /// The waves kernel `c` at split `s` runs on `p` in: ⌈CTAs / (units · occupancy)⌉.
-    pub fn waves(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> f64 {
-        let ctas = p.n.div_ceil(c.tile_n) as f64 * p.m.div_ceil(c.tile_m) as f64 * s as f64;
-        (ctas / (dev.units.max(1) as f64 * self.occupancy(dev, c))).ceil()
     }
 
     /// The vendor library's predicted time (µs) on `p`.
