@@ -358,8 +358,9 @@ mod tests {
         let k = kernels::for_arch(Arch::Sm90).kernels.iter().position(|e| e.dtype == DType::Bf16 && e.config.tile_m == 8 && e.config.tile_n == 64 && e.config.tile_k == 128 && e.config.stages == 4 && !e.config.cluster).unwrap();
         let borrowed = Ok(Choice::Run { kernel: k, split_k: 2 });
         assert_eq!(choose(&table(7.0), &fb, &t, &p, true), borrowed);
-        assert_eq!(choose(&table(6.3), &fb, &t, &p, true), Err(Error::PlannerForward));
-        assert_eq!(choose(&table(6.3), &fb, &t, &p, false), borrowed);
+        // One anchor's win (1.02x) is within the noise even at one token.
+        assert_eq!(choose(&table(6.1), &fb, &t, &p, true), Err(Error::PlannerForward));
+        assert_eq!(choose(&table(6.1), &fb, &t, &p, false), borrowed);
     }
 
     /// The order of `choose`: a measured band that holds, else the planner (which

@@ -112,18 +112,48 @@ pub const TRANSFER_MAX_M: u32 = 32;
 /// (1.0: a factor of e in one of them).
 pub const TRANSFER_REACH: f64 = 1.0;
 
+/// The most tokens at which a 16-bit problem takes `TRANSFER_SMALL_MARGIN` instead
+/// of `TRANSFER_MARGIN`: one 8-token tile, where a decode kernel streams the same
+/// bytes as at M = 1 and the anchors' kernels run at the copy floor, so a narrow
+/// measured win carries. Scored on shapes left out (H100, 965 16-bit problems), 3
+/// anchors at 1.03x here and 1.15x above ran 498 problems at 1.122x deployed
+/// against 251 at 1.102x (2 below 0.97x, min 0.94x, against none); on the held-out
+/// set it ran 48 more at 1.011-1.19x (1.057x). fp8 keeps `TRANSFER_MARGIN`: its
+/// anchors are the grid's alone, and the same rule ran 44 more held-out fp8 GEMMs
+/// at 1.028x but two at 0.93-0.94x.
+pub const TRANSFER_SMALL_M: u32 = 8;
+/// The margin at no more than `TRANSFER_SMALL_M` tokens (16-bit): a win beyond the
+/// measurements' noise.
+pub const TRANSFER_SMALL_MARGIN: f64 = 1.03;
+
 /// When a borrowed choice runs with a vendor library present: the `agree` nearest
-/// anchors all beat the vendor by `margin`, the choice comes from one of them, and
-/// M is at most `max_m`. One value ships (`TRANSFER_RULE`); `fit --cross-validate`
-/// scores others beside it.
+/// anchors all beat the vendor by the margin (`small_margin` for a 16-bit problem
+/// of no more than `small_m` tokens, else `margin`), the choice comes from one of
+/// them, and M is at most `max_m`. One value ships (`TRANSFER_RULE`); `fit
+/// --cross-validate` scores others beside it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransferRule {
     pub agree: usize,
     pub margin: f64,
     pub max_m: u32,
+    pub small_m: u32,
+    pub small_margin: f64,
 }
 
-pub const TRANSFER_RULE: TransferRule = TransferRule { agree: TRANSFER_AGREE, margin: TRANSFER_MARGIN, max_m: TRANSFER_MAX_M };
+impl TransferRule {
+    /// The margin the anchors must clear for a problem of `m` tokens in `dtype`.
+    pub fn margin_at(&self, dtype: DType, m: u32) -> f64 {
+        if m <= self.small_m && !dtype.is_fp8() { self.small_margin } else { self.margin }
+    }
+}
+
+pub const TRANSFER_RULE: TransferRule = TransferRule {
+    agree: TRANSFER_AGREE,
+    margin: TRANSFER_MARGIN,
+    max_m: TRANSFER_MAX_M,
+    small_m: TRANSFER_SMALL_M,
+    small_margin: TRANSFER_SMALL_MARGIN,
+};
 
 /// A choice borrowed from the nearest anchor (`Tuning::transfer`), and whether the
 /// anchors near it won by the transfer margin.
@@ -538,7 +568,7 @@ impl Tuning {
             Some(Ok(Choice::Run { kernel, split_k: split }))
         };
         let lent: Vec<Option<Result<Choice, ()>>> = near.iter().map(|(_, a)| lend(a)).collect();
-        let agreed = p.m <= rule.max_m && near.len() >= rule.agree && near[..rule.agree].iter().all(|(_, a)| a.speedup >= rule.margin);
+        let agreed = p.m <= rule.max_m && near.len() >= rule.agree && near[..rule.agree].iter().all(|(_, a)| a.speedup >= rule.margin_at(p.dtype, p.m));
         let first = lent.iter().position(|l| matches!(l, Some(Ok(_))));
         // The choice comes from one of the agreeing anchors.
         let wins = agreed && first.is_some_and(|at| at < rule.agree);
@@ -974,17 +1004,33 @@ mod tests {
         // Not where the token tiles double, nor beyond reach.
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(12, 1024), splits), None);
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 8192), splits), None);
-        // One of the two nearest short of the margin: borrowed, but no win.
-        let one_short = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 6.3), anchor(768, 1, 5, 5.0, 6.5)];
+        // One of the nearest short of the margin: borrowed, but no win.
+        let one_short = [anchor(1024, 1, 4, 5.0, 6.0), anchor(1536, 1, 3, 6.0, 6.1), anchor(768, 1, 5, 5.0, 6.5)];
         let t = Tuning::parse(Arch::Sm90, &file(&one_short), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
         // Another rule judges the same anchors by its own count and margin: the
         // same borrowed choice, a different verdict.
-        let looser = TransferRule { margin: 1.04, ..TRANSFER_RULE };
+        let looser = TransferRule { margin: 1.01, small_margin: 1.01, ..TRANSFER_RULE };
         assert_eq!(t.transfer_by(looser, Arch::Sm90, 132, &p(1, 2048), splits), Some(Transfer { choice: Choice::Run { kernel, split_k: 2 }, wins: true, spills: false }));
-        let stricter = TransferRule { margin: 1.25, ..TRANSFER_RULE };
+        let stricter = TransferRule { margin: 1.25, small_margin: 1.25, ..TRANSFER_RULE };
         let t_won = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
         assert_eq!(t_won.transfer_by(stricter, Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        // Narrow wins (1.05-1.06x) carry at a few tokens (TRANSFER_SMALL_MARGIN), not
+        // beyond TRANSFER_SMALL_M, and not by a rule without the small margin.
+        let narrow = [anchor(1024, 1, 4, 5.0, 5.3), anchor(1536, 1, 3, 6.0, 6.3), anchor(768, 1, 5, 5.0, 5.3)];
+        let t = Tuning::parse(Arch::Sm90, &file(&narrow), "test").unwrap();
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(true));
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(TRANSFER_SMALL_M, 2048), splits).map(|b| b.wins), Some(true));
+        let plain = TransferRule { small_m: 0, ..TRANSFER_RULE };
+        assert_eq!(t.transfer_by(plain, Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        let narrow_at_16 = narrow.iter().map(|a| a.replace(r#""m_min":1,"m_max":1"#, r#""m_min":16,"m_max":16"#)).collect::<Vec<_>>();
+        let t = Tuning::parse(Arch::Sm90, &file(&narrow_at_16), "test").unwrap();
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(16, 2048), splits).map(|b| b.wins), Some(false));
+        const { assert!(TRANSFER_SMALL_M < 16 && TRANSFER_SMALL_MARGIN < TRANSFER_MARGIN) };
+        // fp8 keeps the full margin at every M.
+        assert_eq!(TRANSFER_RULE.margin_at(DType::Bf16, 1), TRANSFER_SMALL_MARGIN);
+        assert_eq!(TRANSFER_RULE.margin_at(DType::E4m3, 1), TRANSFER_MARGIN);
+        assert_eq!(TRANSFER_RULE.margin_at(DType::Bf16, TRANSFER_SMALL_M + 1), TRANSFER_MARGIN);
         // Fewer anchors than TRANSFER_AGREE are no agreement.
         let t = Tuning::parse(Arch::Sm90, &file(&won[..TRANSFER_AGREE - 1]), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));

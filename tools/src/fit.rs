@@ -453,13 +453,21 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
 /// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
 /// else the vendor's time), for the shipped rule and looser and stricter ones.
 fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize) {
-    const RULES: [TransferRule; 6] = [
+    const RULES: [TransferRule; 14] = [
         TransferRule { agree: 1, ..TRANSFER_RULE },
         TransferRule { agree: 2, margin: 1.1, ..TRANSFER_RULE },
         TransferRule { margin: 1.05, ..TRANSFER_RULE },
         TransferRule { margin: 1.1, ..TRANSFER_RULE },
         TRANSFER_RULE,
         TransferRule { agree: 5, margin: 1.08, ..TRANSFER_RULE },
+        TransferRule { small_m: 8, small_margin: 1.0, ..TRANSFER_RULE },
+        TransferRule { small_m: 8, small_margin: 1.03, ..TRANSFER_RULE },
+        TransferRule { small_m: 8, small_margin: 1.05, ..TRANSFER_RULE },
+        TransferRule { small_m: 8, small_margin: 1.08, ..TRANSFER_RULE },
+        TransferRule { small_m: 5, small_margin: 1.0, ..TRANSFER_RULE },
+        TransferRule { small_m: 5, small_margin: 1.03, ..TRANSFER_RULE },
+        TransferRule { agree: 5, small_m: 8, small_margin: 1.0, ..TRANSFER_RULE },
+        TransferRule { agree: 2, small_m: 8, small_margin: 1.03, ..TRANSFER_RULE },
     ];
     // Problems cuBLASLt takes this long on stream enough bytes that a borrowed
     // kernel's win is a few percent at most.
@@ -467,9 +475,9 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
     let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![] };
     // Per scored problem: the vendor's time, the borrowed choice's speedup, and
     // whether each rule runs it.
-    let mut scored: Vec<(f64, f64, [bool; RULES.len()])> = Vec::new();
-    // The shipped rule's problems below 0.97x.
-    let mut losses = Vec::new();
+    let mut scored: Vec<(f64, f64, [bool; RULES.len()], u32)> = Vec::new();
+    // Each rule's problems below 0.97x.
+    let mut losses: [Vec<(Problem, f64, f64)>; RULES.len()] = std::array::from_fn(|_| Vec::new());
     for f in 0..folds {
         let train: Vec<Measured> = all.iter().filter(|pr| fold_of(&pr.p) != f).map(|pr| Measured { candidates: pr.candidates.clone(), ..*pr }).collect();
         let file = TuningFile { anchors: anchors(&train, &empty), ..empty.clone() };
@@ -487,10 +495,12 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             let Choice::Run { kernel, split_k } = t.choice else { continue };
             let Some(us) = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min) else { continue };
             let runs = RULES.map(|rule| table.transfer_by(rule, arch, arch.default_units(), &pr.p, measured).is_some_and(|t| t.wins));
-            if t.wins && pr.vendor_us / us < 0.97 {
-                losses.push((pr.p, pr.vendor_us / us, pr.vendor_us));
+            for (i, &run) in runs.iter().enumerate() {
+                if run && pr.vendor_us / us < 0.97 {
+                    losses[i].push((pr.p, pr.vendor_us / us, pr.vendor_us));
+                }
             }
-            scored.push((pr.vendor_us, pr.vendor_us / us, runs));
+            scored.push((pr.vendor_us, pr.vendor_us / us, runs, pr.p.m));
         }
     }
     let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
@@ -502,9 +512,11 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
         let deployed = |long: bool| -> Vec<f64> { scored.iter().filter(|s| !long || s.0 >= LONG_US).map(|s| if s.2[i] { s.1 } else { 1.0 }).collect() };
         let (d, l) = (deployed(false), deployed(true));
         println!(
-            "  {} at {:.2}x, M <= {}{}: {:.3} (min {:.2}, {} below 0.97, {} run); where the vendor takes >= {LONG_US} us: {:.3} ({} below)",
+            "  {} at {:.2}x ({:.2}x at M <= {}), M <= {}{}: {:.3} (min {:.2}, {} below 0.97, {} run); where the vendor takes >= {LONG_US} us: {:.3} ({} below)",
             rule.agree,
             rule.margin,
+            rule.small_margin,
+            rule.small_m,
             rule.max_m,
             if *rule == TRANSFER_RULE { " (shipped)" } else { "" },
             geo(&d),
@@ -514,9 +526,18 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             geo(&l),
             below(&l)
         );
-        if *rule == TRANSFER_RULE {
-            print_losses(&losses);
-        }
+        let mut ms: Vec<u32> = scored.iter().map(|s| s.3).collect();
+        ms.sort();
+        ms.dedup();
+        let per_m: Vec<String> = ms
+            .iter()
+            .map(|&m| {
+                let d: Vec<f64> = scored.iter().filter(|s| s.3 == m).map(|s| if s.2[i] { s.1 } else { 1.0 }).collect();
+                format!("M={m}: {:.3} ({} run, min {:.2})", geo(&d), scored.iter().filter(|s| s.3 == m && s.2[i]).count(), min(&d))
+            })
+            .collect();
+        println!("    {}", per_m.join("; "));
+        print_losses(&losses[i]);
     }
 }
 

@@ -71,11 +71,13 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
         .map(|(d, n)| format!("{} {n}", d.name()))
         .collect();
     format!(
-        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
+        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x ({:.2}x at M <= {}) and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
         t.anchors().len(),
         counts.join(", "),
         rule.agree,
         rule.margin,
+        rule.small_margin,
+        rule.small_m,
         rule.max_m
     )
 }
