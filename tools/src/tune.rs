@@ -124,7 +124,7 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         tuner.add_entries(&mut file, sh, m_max(&shapes, sh), &found);
         tuner.progress.println(tuner.report_line(sh, (si + 1, shapes.len()), &found, setup));
         // Written after every shape, so that an interrupted run resumes.
-        file.entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.m_min));
+        join_bands(&mut file.entries);
         write_file(&out, &file)?;
         tuner.progress.inc();
     }
@@ -224,6 +224,21 @@ fn same_shape(e: &Entry, dtype: DType, scales: ScaleKind, sh: &Shape) -> bool {
 fn m_max(shapes: &[Shape], sh: &Shape) -> u32 {
     let next_m = shapes.iter().filter(|o| (o.n, o.k, o.bias) == (sh.n, sh.k, sh.bias) && o.m > sh.m).map(|o| o.m).min();
     next_m.map_or(sh.m, |nm| nm - 1)
+}
+
+/// Sorts `entries` and makes each shape's bands (dtype, N, K, bias, scales) meet
+/// without overlap: every band but the last ends below the next one's first M. A
+/// file tuned before at other token counts (M = 1, 8, 16 ...) and resumed at new ones
+/// (M = 12, 24 ...) otherwise keeps its old bands over the new ones, and the lookup
+/// finds the old band first.
+fn join_bands(entries: &mut [Entry]) {
+    entries.sort_by_key(|e| (e.dtype, e.n, e.k, e.bias, e.scales, e.m_min));
+    for i in 1..entries.len() {
+        let (a, b) = (&entries[i - 1], &entries[i]);
+        if (a.dtype, a.n, a.k, a.bias, a.scales) == (b.dtype, b.n, b.k, b.bias, b.scales) {
+            entries[i - 1].m_max = b.m_min - 1;
+        }
+    }
 }
 
 /// The entry of `sh` for `dtype`, covering M from `sh.m` to `m_max`, with no kernel,
@@ -684,6 +699,47 @@ mod tests {
         assert_eq!(screening_split(&splits, 40, 132), 4); // N = 640: 160 CTAs
         assert_eq!(screening_split(&splits, 4, 132), 16); // N = 64: never full, the largest
         assert_eq!(screening_split(&[], 4, 132), 1);
+    }
+
+    /// New token counts tuned into a file split its bands; bands of other shapes,
+    /// dtypes and scale kinds stay as they were, and the last band keeps its end.
+    #[test]
+    fn resumed_token_counts_split_the_bands_they_land_in() {
+        let band = |d: DType, scales, n: u32, m: u32, m_max: u32| {
+            let sh = Shape { group: "x", m, n, k: 4096, bias: false };
+            shape_entry(d, scales, &sh, m_max, "measured".into())
+        };
+        let t = ScaleKind::Tensor;
+        let mut entries = vec![
+            band(DType::Bf16, t, 4096, 32, 63),
+            band(DType::Bf16, t, 4096, 1, 7),
+            band(DType::Bf16, t, 4096, 8, 15),
+            band(DType::Bf16, t, 4096, 16, 31),
+            band(DType::Bf16, t, 4096, 64, 64),
+            // Tuned later at 12 and 48 (m_max from that run's token counts alone).
+            band(DType::Bf16, t, 4096, 12, 47),
+            band(DType::Bf16, t, 4096, 48, 48),
+            band(DType::E4m3, ScaleKind::Row, 4096, 1, 11),
+            band(DType::E4m3, t, 4096, 12, 12),
+            band(DType::Bf16, t, 2048, 1, 7),
+        ];
+        join_bands(&mut entries);
+        let ranges: Vec<(DType, ScaleKind, u32, u32, u32)> = entries.iter().map(|e| (e.dtype, e.scales, e.n, e.m_min, e.m_max)).collect();
+        assert_eq!(
+            ranges,
+            [
+                (DType::Bf16, t, 2048, 1, 7),
+                (DType::Bf16, t, 4096, 1, 7),
+                (DType::Bf16, t, 4096, 8, 11),
+                (DType::Bf16, t, 4096, 12, 15),
+                (DType::Bf16, t, 4096, 16, 31),
+                (DType::Bf16, t, 4096, 32, 47),
+                (DType::Bf16, t, 4096, 48, 63),
+                (DType::Bf16, t, 4096, 64, 64),
+                (DType::E4m3, t, 4096, 12, 12),
+                (DType::E4m3, ScaleKind::Row, 4096, 1, 11),
+            ]
+        );
     }
 
     #[test]
