@@ -15,7 +15,7 @@ use skinnylt::gpu::Arch;
 use skinnylt::kernels;
 use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, bytes, token_tiles};
-use skinnylt::tuning::{Choice, TRANSFER_RULE, TransferRule, Tuning};
+use skinnylt::tuning::{Choice, TRANSFER_MARGIN, TRANSFER_RULE, TransferRule, Tuning};
 use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, ScaleKind, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
@@ -453,21 +453,25 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
 /// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
 /// else the vendor's time), for the shipped rule and looser and stricter ones.
 fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize) {
+    // The rules scored: one margin at every M (the first six), then the small-M
+    // margin (16-bit, at most `small_m` tokens) and the token limit varied around
+    // the shipped rule.
+    const PLAIN: TransferRule = TransferRule { small_m: 0, small_margin: TRANSFER_MARGIN, max_m: 32, ..TRANSFER_RULE };
     const RULES: [TransferRule; 14] = [
-        TransferRule { agree: 1, ..TRANSFER_RULE },
-        TransferRule { agree: 2, margin: 1.1, ..TRANSFER_RULE },
-        TransferRule { margin: 1.05, ..TRANSFER_RULE },
-        TransferRule { margin: 1.1, ..TRANSFER_RULE },
+        TransferRule { agree: 1, ..PLAIN },
+        TransferRule { agree: 2, margin: 1.1, ..PLAIN },
+        TransferRule { margin: 1.05, ..PLAIN },
+        TransferRule { margin: 1.1, ..PLAIN },
+        PLAIN,
+        TransferRule { agree: 5, margin: 1.08, ..PLAIN },
+        TransferRule { small_m: 8, small_margin: 1.0, ..PLAIN },
+        TransferRule { small_m: 8, small_margin: 1.08, ..PLAIN },
+        TransferRule { small_m: 5, small_margin: 1.03, ..PLAIN },
+        TransferRule { agree: 2, small_m: 8, small_margin: 1.03, ..PLAIN },
+        TransferRule { small_m: 8, small_margin: 1.03, ..PLAIN },
         TRANSFER_RULE,
-        TransferRule { agree: 5, margin: 1.08, ..TRANSFER_RULE },
-        TransferRule { small_m: 8, small_margin: 1.0, ..TRANSFER_RULE },
-        TransferRule { small_m: 8, small_margin: 1.03, ..TRANSFER_RULE },
-        TransferRule { small_m: 8, small_margin: 1.05, ..TRANSFER_RULE },
-        TransferRule { small_m: 8, small_margin: 1.08, ..TRANSFER_RULE },
-        TransferRule { small_m: 5, small_margin: 1.0, ..TRANSFER_RULE },
-        TransferRule { small_m: 5, small_margin: 1.03, ..TRANSFER_RULE },
-        TransferRule { agree: 5, small_m: 8, small_margin: 1.0, ..TRANSFER_RULE },
-        TransferRule { agree: 2, small_m: 8, small_margin: 1.03, ..TRANSFER_RULE },
+        TransferRule { max_m: 64, ..TRANSFER_RULE },
+        TransferRule { margin: 1.2, ..TRANSFER_RULE },
     ];
     // Problems cuBLASLt takes this long on stream enough bytes that a borrowed
     // kernel's win is a few percent at most.
