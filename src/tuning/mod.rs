@@ -43,6 +43,9 @@ pub struct Tuning {
     /// Measured winners a shape no band holds for borrows its choice from
     /// (`transfer`); empty unless the file has anchors.
     anchors: Vec<Anchor>,
+    /// When a borrowed choice runs with a vendor library present (`TRANSFER_RULE`
+    /// with the file's `small_transfer`).
+    rule: TransferRule,
     /// The planner's constants for the device, when the table has them.
     pub planner: Option<schema::CostModel>,
     /// The vendor's measured per-row (outer-vector) fp8 times as a floor over K:
@@ -116,24 +119,11 @@ pub const TRANSFER_MAX_M: u32 = 48;
 /// (1.0: a factor of e in one of them).
 pub const TRANSFER_REACH: f64 = 1.0;
 
-/// The most tokens at which a 16-bit problem takes `TRANSFER_SMALL_MARGIN` instead
-/// of `TRANSFER_MARGIN`: one 8-token tile, where a decode kernel streams the same
-/// bytes as at M = 1 and the anchors' kernels run at the copy floor, so a narrow
-/// measured win carries. Scored on shapes left out (H100, 965 16-bit problems), 3
-/// anchors at 1.03x here and 1.15x above ran 498 problems at 1.122x deployed
-/// against 251 at 1.102x (2 below 0.97x, min 0.94x, against none); on the held-out
-/// set it ran 48 more at 1.011-1.19x (1.057x). fp8 keeps `TRANSFER_MARGIN`: its
-/// anchors are the grid's alone, and the same rule ran 44 more held-out fp8 GEMMs
-/// at 1.028x but two at 0.93-0.94x.
-pub const TRANSFER_SMALL_M: u32 = 8;
-/// The margin at no more than `TRANSFER_SMALL_M` tokens (16-bit): a win beyond the
-/// measurements' noise.
-pub const TRANSFER_SMALL_MARGIN: f64 = 1.03;
-
 /// When a borrowed choice runs with a vendor library present: the `agree` nearest
 /// anchors all beat the vendor by the margin (`small_margin` for a 16-bit problem
 /// of no more than `small_m` tokens, else `margin`), the choice comes from one of
-/// them, and M is at most `max_m`. One value ships (`TRANSFER_RULE`); `fit
+/// them, and M is at most `max_m`. A table's rule is `TRANSFER_RULE` with its
+/// `SmallTransfer`, if it has one (`Tuning::transfer_rule`); `fit
 /// --cross-validate` scores others beside it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransferRule {
@@ -151,13 +141,23 @@ impl TransferRule {
     }
 }
 
-pub const TRANSFER_RULE: TransferRule = TransferRule {
-    agree: TRANSFER_AGREE,
-    margin: TRANSFER_MARGIN,
-    max_m: TRANSFER_MAX_M,
-    small_m: TRANSFER_SMALL_M,
-    small_margin: TRANSFER_SMALL_MARGIN,
-};
+pub const TRANSFER_RULE: TransferRule = TransferRule { agree: TRANSFER_AGREE, margin: TRANSFER_MARGIN, max_m: TRANSFER_MAX_M, small_m: 0, small_margin: TRANSFER_MARGIN };
+
+impl Default for TransferRule {
+    fn default() -> Self {
+        TRANSFER_RULE
+    }
+}
+
+impl TransferRule {
+    /// This rule with a table's small-token margin, if it has one.
+    pub fn with(self, small: Option<schema::SmallTransfer>) -> TransferRule {
+        match small {
+            Some(s) => TransferRule { small_m: s.max_m, small_margin: s.margin, ..self },
+            None => self,
+        }
+    }
+}
 
 /// A choice borrowed from the nearest anchor (`Tuning::transfer`), and whether the
 /// anchors near it won by the transfer margin.
@@ -402,7 +402,7 @@ impl Tuning {
         if file.arch != arch.name() {
             return Err(format!("file is for {}, device is {}", file.arch, arch.name()));
         }
-        let mut t = Tuning { source: source.to_owned(), planner: file.planner, ..Default::default() };
+        let mut t = Tuning { source: source.to_owned(), planner: file.planner, rule: TRANSFER_RULE.with(file.small_transfer), ..Default::default() };
         let mut unknown = None;
         // The dtypes the file has anchors for plan by transfer, their entries'
         // measured winners counted among the anchors (a table's entries alone, the
@@ -499,6 +499,11 @@ impl Tuning {
 
     /// The measured winners transfer borrows from (the file's anchors and, in a
     /// table that has anchors, its entries' measured winners).
+    /// When this table's borrowed choices run with a vendor library present.
+    pub fn transfer_rule(&self) -> TransferRule {
+        self.rule
+    }
+
     pub fn anchors(&self) -> &[Anchor] {
         &self.anchors
     }
@@ -536,7 +541,7 @@ impl Tuning {
     /// 5376 ran them in 160–168 at 0.86–0.91x; at M = 1 the 32-row split-K tile
     /// went from 1.35x on N = 4096 to 1.01x on N = 5120, K = 1024).
     pub fn transfer(&self, arch: Arch, units: u32, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
-        self.transfer_by(TRANSFER_RULE, arch, units, p, splits)
+        self.transfer_by(self.rule, arch, units, p, splits)
     }
 
     /// `transfer` judged by another rule (`fit --cross-validate` compares rules).
@@ -1019,22 +1024,26 @@ mod tests {
         let stricter = TransferRule { margin: 1.25, small_margin: 1.25, ..TRANSFER_RULE };
         let t_won = Tuning::parse(Arch::Sm90, &file(&won), "test").unwrap();
         assert_eq!(t_won.transfer_by(stricter, Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
-        // Narrow wins (1.05-1.06x) carry at a few tokens (TRANSFER_SMALL_MARGIN), not
-        // beyond TRANSFER_SMALL_M, and not by a rule without the small margin.
+        // Narrow wins (1.05-1.06x) carry at a few tokens only in a table whose
+        // device says so (`small_transfer`), not beyond its `max_m`, and not in fp8.
         let narrow = [anchor(1024, 1, 4, 5.0, 5.3), anchor(1536, 1, 3, 6.0, 6.3), anchor(768, 1, 5, 5.0, 5.3)];
-        let t = Tuning::parse(Arch::Sm90, &file(&narrow), "test").unwrap();
+        let small = r#","small_transfer":{"max_m":8,"margin":1.03}}"#;
+        let with_small = |anchors: &[String]| file(anchors).strip_suffix('}').unwrap().to_string() + &small[..small.len() - 1] + "}";
+        let t = Tuning::parse(Arch::Sm90, &with_small(&narrow), "test").unwrap();
+        assert_eq!(t.transfer_rule(), TransferRule { small_m: 8, small_margin: 1.03, ..TRANSFER_RULE });
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(true));
-        assert_eq!(t.transfer(Arch::Sm90, 132, &p(TRANSFER_SMALL_M, 2048), splits).map(|b| b.wins), Some(true));
-        let plain = TransferRule { small_m: 0, ..TRANSFER_RULE };
-        assert_eq!(t.transfer_by(plain, Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(8, 2048), splits).map(|b| b.wins), Some(true));
+        assert_eq!(t.transfer_by(TRANSFER_RULE, Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
+        let plain = Tuning::parse(Arch::Sm90, &file(&narrow), "test").unwrap();
+        assert_eq!(plain.transfer_rule(), TRANSFER_RULE);
+        assert_eq!(plain.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));
         let narrow_at_16 = narrow.iter().map(|a| a.replace(r#""m_min":1,"m_max":1"#, r#""m_min":16,"m_max":16"#)).collect::<Vec<_>>();
-        let t = Tuning::parse(Arch::Sm90, &file(&narrow_at_16), "test").unwrap();
+        let t = Tuning::parse(Arch::Sm90, &with_small(&narrow_at_16), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(16, 2048), splits).map(|b| b.wins), Some(false));
-        const { assert!(TRANSFER_SMALL_M < 16 && TRANSFER_SMALL_MARGIN < TRANSFER_MARGIN) };
-        // fp8 keeps the full margin at every M.
-        assert_eq!(TRANSFER_RULE.margin_at(DType::Bf16, 1), TRANSFER_SMALL_MARGIN);
-        assert_eq!(TRANSFER_RULE.margin_at(DType::E4m3, 1), TRANSFER_MARGIN);
-        assert_eq!(TRANSFER_RULE.margin_at(DType::Bf16, TRANSFER_SMALL_M + 1), TRANSFER_MARGIN);
+        let rule = t.transfer_rule();
+        assert_eq!(rule.margin_at(DType::Bf16, 1), 1.03);
+        assert_eq!(rule.margin_at(DType::E4m3, 1), TRANSFER_MARGIN);
+        assert_eq!(rule.margin_at(DType::Bf16, 9), TRANSFER_MARGIN);
         // Fewer anchors than TRANSFER_AGREE are no agreement.
         let t = Tuning::parse(Arch::Sm90, &file(&won[..TRANSFER_AGREE - 1]), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));

@@ -442,6 +442,22 @@ pub struct TuningFile {
     /// its entries' measured winners counted among them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anchors: Vec<Entry>,
+    /// How narrow a win of the anchors carries at few tokens on this device
+    /// (`Tuning::transfer`); absent: the transfer margin at every M.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_transfer: Option<SmallTransfer>,
+}
+
+/// A 16-bit problem of at most `max_m` tokens borrows an anchor's choice where its
+/// nearest anchors beat the vendor by `margin` rather than `TRANSFER_MARGIN`. A fact
+/// of the device, chosen by `fit --cross-validate` on its measurements: on the H100
+/// the anchors' kernels stream at the copy floor at one 8-token tile, and wins of
+/// 1.03x carried; on the H200 the same rule ran 9 of 994 problems below 0.97x.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmallTransfer {
+    pub max_m: u32,
+    pub margin: f64,
 }
 
 /// The constants of the planner's cost model of one device (see

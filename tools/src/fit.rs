@@ -15,7 +15,7 @@ use skinnylt::gpu::Arch;
 use skinnylt::kernels;
 use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, bytes, token_tiles};
-use skinnylt::tuning::{Choice, TRANSFER_MARGIN, TRANSFER_RULE, TransferRule, Tuning};
+use skinnylt::tuning::{Choice, TRANSFER_RULE, TransferRule, Tuning};
 use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, ScaleKind, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
@@ -147,13 +147,14 @@ fn fit(a: &Args) -> Result<(), String> {
     verr.sort_by(f64::total_cmp);
     println!("vendor model: median error {:.1} %", (verr[verr.len() / 2].exp() - 1.0) * 100.0);
     if a.cross_validate > 1 {
-        cross_validate(a.cross_validate, arch, a.margin, a.token_rows, &dev, &samples, &vendor);
+        let table_rule = TRANSFER_RULE.with(file.small_transfer);
+        cross_validate(a.cross_validate, arch, a.margin, a.token_rows, &dev, &samples, &vendor, table_rule);
         let fp8_samples: Vec<Sample> = every_sample.iter().filter(|s| s.p.dtype.is_fp8()).cloned().collect();
         let fp8 = problems(&fp8_samples, &every_vendor);
         if !fp8.is_empty() {
             let shapes = shape_list(&fp8.iter().map(|pr| pr.p).collect::<Vec<_>>());
             println!("fp8:");
-            transfer_scores(a.cross_validate, arch, &fp8, |p| fold_of(&shapes, a.cross_validate, p));
+            transfer_scores(a.cross_validate, arch, &fp8, |p| fold_of(&shapes, a.cross_validate, p), table_rule);
         }
     }
     file.planner = Some(model);
@@ -420,7 +421,8 @@ fn fold_of(shapes: &[(u32, u32, bool)], folds: usize, p: &Problem) -> usize {
     shapes.iter().position(|s| *s == (p.n, p.k, p.has_bias())).unwrap_or(0) % folds
 }
 
-fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) {
+#[allow(clippy::too_many_arguments)]
+fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: &Device, samples: &[Sample], vendor: &[VendorSample], table_rule: TransferRule) {
     let shapes = shape_list(&vendor.iter().map(|(p, _)| *p).collect::<Vec<_>>());
     let fold_of = |p: &Problem| fold_of(&shapes, folds, p);
     let fitted: Vec<CostModel> = std::thread::scope(|scope| {
@@ -444,7 +446,7 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
     }
     calibrated.print(&format!("{folds}-fold, shapes left out, calibrated"));
     plain.print(&format!("{folds}-fold, shapes left out, uncalibrated"));
-    transfer_scores(folds, arch, &all, fold_of);
+    transfer_scores(folds, arch, &all, fold_of, table_rule);
 }
 
 /// Transfer (`Tuning::transfer`) scored the same way: each fold's problems borrow
@@ -452,36 +454,40 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
 /// CTAs among those measured for the borrowed kernel there; standalone (always the
 /// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
 /// else the vendor's time), for the shipped rule and looser and stricter ones.
-fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize) {
-    // The rules scored: one margin at every M (the first six), then the small-M
-    // margin (16-bit, at most `small_m` tokens) and the token limit varied around
-    // the shipped rule.
-    const PLAIN: TransferRule = TransferRule { small_m: 0, small_margin: TRANSFER_MARGIN, max_m: 32, ..TRANSFER_RULE };
-    const RULES: [TransferRule; 14] = [
-        TransferRule { agree: 1, ..PLAIN },
-        TransferRule { agree: 2, margin: 1.1, ..PLAIN },
-        TransferRule { margin: 1.05, ..PLAIN },
-        TransferRule { margin: 1.1, ..PLAIN },
-        PLAIN,
-        TransferRule { agree: 5, margin: 1.08, ..PLAIN },
-        TransferRule { small_m: 8, small_margin: 1.0, ..PLAIN },
-        TransferRule { small_m: 8, small_margin: 1.08, ..PLAIN },
-        TransferRule { small_m: 5, small_margin: 1.03, ..PLAIN },
-        TransferRule { agree: 2, small_m: 8, small_margin: 1.03, ..PLAIN },
-        TransferRule { small_m: 8, small_margin: 1.03, ..PLAIN },
+fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize, table_rule: TransferRule) {
+    // The rules scored: one margin at every M up to 32 tokens (the first six), the
+    // default rule, and small-token margins (16-bit, at most `small_m` tokens) and
+    // token limits around it; the table's own rule is marked.
+    let up_to_32 = TransferRule { max_m: 32, ..TRANSFER_RULE };
+    let small = |small_m, small_margin| TransferRule { small_m, small_margin, ..TRANSFER_RULE };
+    let mut rules = vec![
+        TransferRule { agree: 1, ..up_to_32 },
+        TransferRule { agree: 2, margin: 1.1, ..up_to_32 },
+        TransferRule { margin: 1.05, ..up_to_32 },
+        TransferRule { margin: 1.1, ..up_to_32 },
+        up_to_32,
+        TransferRule { agree: 5, margin: 1.08, ..up_to_32 },
         TRANSFER_RULE,
         TransferRule { max_m: 64, ..TRANSFER_RULE },
-        TransferRule { margin: 1.2, ..TRANSFER_RULE },
+        small(8, 1.0),
+        small(8, 1.03),
+        small(8, 1.08),
+        small(5, 1.03),
+        small(16, 1.03),
+        TransferRule { agree: 2, ..small(8, 1.03) },
     ];
+    if !rules.contains(&table_rule) {
+        rules.push(table_rule);
+    }
     // Problems cuBLASLt takes this long on stream enough bytes that a borrowed
     // kernel's win is a few percent at most.
     const LONG_US: f64 = 10.0;
-    let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![] };
+    let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![], small_transfer: None };
     // Per scored problem: the vendor's time, the borrowed choice's speedup, and
     // whether each rule runs it.
-    let mut scored: Vec<(f64, f64, [bool; RULES.len()], u32)> = Vec::new();
+    let mut scored: Vec<(f64, f64, Vec<bool>, u32)> = Vec::new();
     // Each rule's problems below 0.97x.
-    let mut losses: [Vec<(Problem, f64, f64)>; RULES.len()] = std::array::from_fn(|_| Vec::new());
+    let mut losses: Vec<Vec<(Problem, f64, f64)>> = vec![Vec::new(); rules.len()];
     for f in 0..folds {
         let train: Vec<Measured> = all.iter().filter(|pr| fold_of(&pr.p) != f).map(|pr| Measured { candidates: pr.candidates.clone(), ..*pr }).collect();
         let file = TuningFile { anchors: anchors(&train, &empty), ..empty.clone() };
@@ -498,7 +504,7 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             let Some(t) = table.transfer(arch, arch.default_units(), &pr.p, measured) else { continue };
             let Choice::Run { kernel, split_k } = t.choice else { continue };
             let Some(us) = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min) else { continue };
-            let runs = RULES.map(|rule| table.transfer_by(rule, arch, arch.default_units(), &pr.p, measured).is_some_and(|t| t.wins));
+            let runs: Vec<bool> = rules.iter().map(|&rule| table.transfer_by(rule, arch, arch.default_units(), &pr.p, measured).is_some_and(|t| t.wins)).collect();
             for (i, &run) in runs.iter().enumerate() {
                 if run && pr.vendor_us / us < 0.97 {
                     losses[i].push((pr.p, pr.vendor_us / us, pr.vendor_us));
@@ -512,7 +518,7 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
     let below = |v: &[f64]| v.iter().filter(|&&d| d < 0.97).count();
     let alone: Vec<f64> = scored.iter().map(|s| s.1).collect();
     println!("{folds}-fold, shapes left out, transfer on {} of {} problems: standalone {:.3} (min {:.2}); deployed:", scored.len(), all.len(), geo(&alone), min(&alone));
-    for (i, rule) in RULES.iter().enumerate() {
+    for (i, rule) in rules.iter().enumerate() {
         let deployed = |long: bool| -> Vec<f64> { scored.iter().filter(|s| !long || s.0 >= LONG_US).map(|s| if s.2[i] { s.1 } else { 1.0 }).collect() };
         let (d, l) = (deployed(false), deployed(true));
         println!(
@@ -522,7 +528,7 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
             rule.small_margin,
             rule.small_m,
             rule.max_m,
-            if *rule == TRANSFER_RULE { " (shipped)" } else { "" },
+            if *rule == table_rule { " (this table's)" } else { "" },
             geo(&d),
             min(&d),
             below(&d),

@@ -60,7 +60,7 @@ pub fn run() -> i32 {
 /// What a table's anchors add to its routing (`Tuning::transfer`): nothing without
 /// anchors.
 fn transfer(t: &skinnylt::tuning::Tuning) -> String {
-    use skinnylt::tuning::TRANSFER_RULE as rule;
+    let rule = t.transfer_rule();
     if t.anchors().is_empty() {
         return String::new();
     }
@@ -71,13 +71,12 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
         .map(|(d, n)| format!("{} {n}", d.name()))
         .collect();
     format!(
-        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x ({:.2}x at M <= {}) and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
+        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x{} and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
         t.anchors().len(),
         counts.join(", "),
         rule.agree,
         rule.margin,
-        rule.small_margin,
-        rule.small_m,
+        if rule.small_m > 0 { format!(" ({:.2}x in 16-bit at M <= {})", rule.small_margin, rule.small_m) } else { String::new() },
         rule.max_m
     )
 }

@@ -155,6 +155,8 @@ fn resume(out: &str, dev: &Device) -> Result<TuningFile, String> {
             planner: shipped_planner(arch, Some(&dev.info.name)),
             entries: vec![],
             anchors: vec![],
+            // Chosen by `fit --cross-validate` on the device's own measurements.
+            small_transfer: None,
         });
     // Resuming another arch's file would skip its shapes and mix the two.
     if file.arch != arch.name() {
@@ -647,6 +649,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         ),
         entries,
         anchors: vec![],
+        small_transfer: None,
     };
     let out = out_path(a, arch, None, true);
     write_file(&out, &file)?;
