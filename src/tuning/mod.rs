@@ -134,13 +134,6 @@ pub struct TransferRule {
     pub small_margin: f64,
 }
 
-impl TransferRule {
-    /// The margin the anchors must clear for a problem of `m` tokens in `dtype`.
-    pub fn margin_at(&self, dtype: DType, m: u32) -> f64 {
-        if m <= self.small_m && !dtype.is_fp8() { self.small_margin } else { self.margin }
-    }
-}
-
 pub const TRANSFER_RULE: TransferRule = TransferRule { agree: TRANSFER_AGREE, margin: TRANSFER_MARGIN, max_m: TRANSFER_MAX_M, small_m: 0, small_margin: TRANSFER_MARGIN };
 
 impl Default for TransferRule {
@@ -150,6 +143,11 @@ impl Default for TransferRule {
 }
 
 impl TransferRule {
+    /// The margin the anchors must clear for a problem of `m` tokens in `dtype`.
+    pub fn margin_at(&self, dtype: DType, m: u32) -> f64 {
+        if m <= self.small_m && !dtype.is_fp8() { self.small_margin } else { self.margin }
+    }
+
     /// This rule with a table's small-token margin, if it has one.
     pub fn with(self, small: Option<schema::SmallTransfer>) -> TransferRule {
         match small {
@@ -1027,8 +1025,7 @@ mod tests {
         // Narrow wins (1.05-1.06x) carry at a few tokens only in a table whose
         // device says so (`small_transfer`), not beyond its `max_m`, and not in fp8.
         let narrow = [anchor(1024, 1, 4, 5.0, 5.3), anchor(1536, 1, 3, 6.0, 6.3), anchor(768, 1, 5, 5.0, 5.3)];
-        let small = r#","small_transfer":{"max_m":8,"margin":1.03}}"#;
-        let with_small = |anchors: &[String]| file(anchors).strip_suffix('}').unwrap().to_string() + &small[..small.len() - 1] + "}";
+        let with_small = |anchors: &[String]| format!(r#"{{"schema":1,"arch":"sm90","entries":[],"anchors":[{}],"small_transfer":{{"max_m":8,"margin":1.03}}}}"#, anchors.join(","));
         let t = Tuning::parse(Arch::Sm90, &with_small(&narrow), "test").unwrap();
         assert_eq!(t.transfer_rule(), TransferRule { small_m: 8, small_margin: 1.03, ..TRANSFER_RULE });
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(true));
