@@ -44,7 +44,7 @@ pub struct Tuning {
     /// (`transfer`); empty unless the file has anchors.
     anchors: Vec<Anchor>,
     /// When a borrowed choice runs with a vendor library present (`TRANSFER_RULE`
-    /// with the file's `small_transfer`).
+    /// with the file's `small_transfer`: `TransferRule::of`).
     rule: TransferRule,
     /// The planner's constants for the device, when the table has them.
     pub planner: Option<schema::CostModel>,
@@ -123,8 +123,8 @@ pub const TRANSFER_REACH: f64 = 1.0;
 /// anchors all beat the vendor by the margin (`small_margin` for a 16-bit problem
 /// of no more than `small_m` tokens, else `margin`), the choice comes from one of
 /// them, and M is at most `max_m`. A table's rule is `TRANSFER_RULE` with its
-/// `SmallTransfer`, if it has one (`Tuning::transfer_rule`); `fit
-/// --cross-validate` scores others beside it.
+/// `SmallTransfer`, if it has one (`TransferRule::of`); `fit --cross-validate`
+/// scores others beside it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransferRule {
     pub agree: usize,
@@ -148,11 +148,11 @@ impl TransferRule {
         if m <= self.small_m && !dtype.is_fp8() { self.small_margin } else { self.margin }
     }
 
-    /// This rule with a table's small-token margin, if it has one.
-    pub fn with(self, small: Option<schema::SmallTransfer>) -> TransferRule {
-        match small {
-            Some(s) => TransferRule { small_m: s.max_m, small_margin: s.margin, ..self },
-            None => self,
+    /// `TRANSFER_RULE` with a table's small-token margin, if it has one.
+    pub fn of(file: &schema::TuningFile) -> TransferRule {
+        match file.small_transfer {
+            Some(s) => TransferRule { small_m: s.max_m, small_margin: s.margin, ..TRANSFER_RULE },
+            None => TRANSFER_RULE,
         }
     }
 }
@@ -400,7 +400,11 @@ impl Tuning {
         if file.arch != arch.name() {
             return Err(format!("file is for {}, device is {}", file.arch, arch.name()));
         }
-        let mut t = Tuning { source: source.to_owned(), planner: file.planner, rule: TRANSFER_RULE.with(file.small_transfer), ..Default::default() };
+        if let Some(bad) = file.small_transfer.map(|s| s.margin).filter(|m| !(m.is_finite() && *m >= 1.0)) {
+            return Err(format!("small_transfer margin {bad}: a factor of at least 1 (a win over the vendor)"));
+        }
+        let rule = TransferRule::of(&file);
+        let mut t = Tuning { source: source.to_owned(), planner: file.planner, rule, ..Default::default() };
         let mut unknown = None;
         // The dtypes the file has anchors for plan by transfer, their entries'
         // measured winners counted among the anchors (a table's entries alone, the
@@ -537,7 +541,11 @@ impl Tuning {
     /// does not survive a second (H100, M = 24: a 16-token tile at split 1 beat
     /// cuBLASLt 1.38x on N = 4096, K = 512 in 128 CTAs, and lent to N = 5120 and
     /// 5376 ran them in 160–168 at 0.86–0.91x; at M = 1 the 32-row split-K tile
-    /// went from 1.35x on N = 4096 to 1.01x on N = 5120, K = 1024).
+    /// went from 1.35x on N = 4096 to 1.01x on N = 5120, K = 1024), nor one that
+    /// takes more waves: at the split that matches its count of CTAs a cluster of
+    /// splits may not fit the GPCs (`planner::Device::cluster_slots`; H100, M = 48:
+    /// an m64n128 wgmma kernel lent to N = 2304, K = 16384 at split 6 ran 18
+    /// clusters where 17 fit, at 0.78x).
     pub fn transfer(&self, arch: Arch, units: u32, p: &Problem, splits: impl Fn(usize) -> Vec<u32>) -> Option<Transfer> {
         self.transfer_by(self.rule, arch, units, p, splits)
     }
@@ -556,9 +564,11 @@ impl Tuning {
             .collect();
         near.sort_by(|x, y| x.0.total_cmp(&y.0));
         let all = kernels::for_arch(arch).kernels;
+        let dev = schema::target(arch.name()).map(|facts| planner::Device { units, facts });
         // What anchor `a` lends `p`, if anything: its kernel (where it runs as many
         // token tiles), at the split that gives `p` its count of CTAs; `Err` where
-        // that puts more CTAs on the busiest of the units than where it won.
+        // that puts more CTAs on the busiest of the units than where it won, or
+        // takes more waves (a cluster of splits waits for a GPC with room).
         let lend = |a: &Anchor| -> Option<Result<Choice, ()>> {
             let Choice::Run { kernel, split_k } = a.choice else { return None };
             let c = all[kernel].config;
@@ -568,8 +578,10 @@ impl Tuning {
             let ctas = |n: u32, s: u32| n.div_ceil(c.tile_n) as f64 * s as f64;
             let want = ctas(a.n, split_k);
             let split = splits(kernel).into_iter().min_by(|&x, &y| (ctas(p.n, x) / want).ln().abs().total_cmp(&(ctas(p.n, y) / want).ln().abs()).then(x.cmp(&y)))?;
-            let rounds = |n: u32, m: u32, s: u32| (n.div_ceil(c.tile_n) * m.div_ceil(c.tile_m) * s).div_ceil(units.max(1));
-            if rounds(p.n, p.m, split) > rounds(a.n, a.m, split_k) {
+            let tiles = |n: u32, m: u32| n.div_ceil(c.tile_n) * m.div_ceil(c.tile_m);
+            let rounds = |n: u32, m: u32, s: u32| (tiles(n, m) * s).div_ceil(units.max(1));
+            let waves = |n: u32, m: u32, s: u32| dev.map_or(0, |d| d.waves(&c, tiles(n, m), s, d.ctas_per_unit(&c)));
+            if rounds(p.n, p.m, split) > rounds(a.n, a.m, split_k) || waves(p.n, p.m, split) > waves(a.n, a.m, split_k) {
                 return Some(Err(()));
             }
             Some(Ok(Choice::Run { kernel, split_k: split }))
@@ -984,6 +996,25 @@ mod tests {
         assert!(!back.contains("tensor"));
     }
 
+    /// A borrowed choice takes no more waves than its anchor did: 27 tiles of a
+    /// one-CTA-per-SM wgmma kernel at split 4 are 27 clusters of 4 where 30 fit;
+    /// N = 2304 gets the anchor's 108 CTAs at split 6, 18 clusters where 17 fit, so
+    /// nothing lends (and with a vendor the call forwards); 16 tiles fit.
+    #[test]
+    fn transfer_keeps_clusters_within_the_gpcs() {
+        let kernel = r#"{"family":"wgmma","tile_m":64,"tile_n":128,"tile_k":64,"stages":8,"warps":[1,8,1],"b_to_lds":true,"cluster":true,"tma":true}"#;
+        let anchor = |n: u32| {
+            format!(r#"{{"dtype":"bf16","n":{n},"k":16384,"bias":false,"m_min":48,"m_max":48,"source":"measured","kernel":{kernel},"split_k":4,"us":20.0,"vendor_us":30.0}}"#)
+        };
+        let file = format!(r#"{{"schema":1,"arch":"sm90","entries":[],"anchors":[{}]}}"#, [anchor(3328), anchor(3456), anchor(3584)].join(","));
+        let t = Tuning::parse(Arch::Sm90, &file, "test").unwrap();
+        let splits = |_| vec![1, 2, 3, 4, 5, 6, 8];
+        let p = |n| Problem::packed(DType::Bf16, 48, n, 16384, false);
+        assert_eq!(t.transfer(Arch::Sm90, 132, &p(18 * 128), splits), Some(Transfer { choice: Choice::Forward, wins: false, spills: true }));
+        let lent = t.transfer(Arch::Sm90, 132, &p(16 * 128), splits).unwrap();
+        assert!(lent.wins && matches!(lent.choice, Choice::Run { split_k: 6, .. }), "{lent:?}");
+    }
+
     /// Transfer: the nearest anchor's kernel, at the split that gives the problem the
     /// anchor's count of CTAs; a win only where the nearest anchors all won by
     /// the margin; never across a token-tile count, beyond reach, or from a table
@@ -1041,6 +1072,10 @@ mod tests {
         assert_eq!(rule.margin_at(DType::Bf16, 1), 1.03);
         assert_eq!(rule.margin_at(DType::E4m3, 1), TRANSFER_MARGIN);
         assert_eq!(rule.margin_at(DType::Bf16, 9), TRANSFER_MARGIN);
+        // A margin that is no win over the vendor is a configuration error.
+        for bad in ["0.5", "-1"] {
+            assert!(Tuning::parse(Arch::Sm90, &with_small(&narrow).replace(r#""margin":1.03"#, &format!(r#""margin":{bad}"#)), "test").is_err(), "{bad}");
+        }
         // Fewer anchors than TRANSFER_AGREE are no agreement.
         let t = Tuning::parse(Arch::Sm90, &file(&won[..TRANSFER_AGREE - 1]), "test").unwrap();
         assert_eq!(t.transfer(Arch::Sm90, 132, &p(1, 2048), splits).map(|b| b.wins), Some(false));

@@ -8,8 +8,9 @@
 //!   (with `token_row_weight` w: (tn + w·M/⌈M/tm⌉)·⌈K/S⌉·2, the token rows the tile
 //!   holds);
 //! * occupancy: the CTAs one compute unit holds (shared memory, threads); waves =
-//!   ⌈CTAs / (units · occupancy)⌉, and r = min(occupancy, ⌈CTAs/units⌉) CTAs share
-//!   a unit in a wave;
+//!   ⌈CTAs / (units · occupancy)⌉, or for splits combined in a cluster ⌈tiles /
+//!   clusters resident at once⌉ (`Device::cluster_slots`, measured), and r =
+//!   min(occupancy, ⌈CTAs/units⌉) CTAs share a unit in a wave;
 //! * a wave takes `wave_us` plus the longest of: the unit's intake,
 //!   r · bytes per CTA / min(unit_intake, r · cta_gbs); the weights from DRAM,
 //!   N·K·2 / (dram · waves); the matrix work, r · flops per CTA / unit_tflops;
@@ -98,6 +99,58 @@ pub struct Device {
     pub facts: TargetFacts,
 }
 
+/// The thread-block clusters of S CTAs (S = 1..=16, the column) that a 132-SM
+/// sm_90 part holds at once with r CTAs per SM (r = 1..=4, the row), as
+/// `cudaOccupancyMaxActiveClusters` gives them on an H100 SXM. A cluster sits in
+/// one GPC, and a GPC holds 16 to 18 SMs, so 132 / S clusters do not fit: at
+/// S = 6 and one CTA per SM 17 do (102 CTAs), not 22, and a tile count just above
+/// a row's number takes a second wave (an m64n128 wgmma kernel on 23 tiles: 17.0 µs
+/// at S = 4, 27.8 µs at S = 5).
+pub const SM90_CLUSTER_SLOTS: [[u32; 16]; 4] = [
+    [132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7],
+    [264, 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14],
+    [396, 198, 124, 92, 69, 62, 47, 45, 37, 30, 28, 28, 23, 21, 21, 21],
+    [528, 264, 163, 124, 94, 79, 69, 62, 51, 44, 37, 37, 30, 30, 28, 28],
+];
+
+impl Device {
+    /// The clusters of `s` CTAs resident at once with `per_unit` CTAs per unit: the
+    /// measured 132-SM sm_90 numbers (beyond 4 CTAs per SM, the fourth row's share
+    /// per CTA); elsewhere every unit's share, which no GPC boundary cuts.
+    pub fn cluster_slots(&self, per_unit: u32, s: u32) -> u32 {
+        let (per_unit, s) = (per_unit.max(1), s.max(1));
+        let even = self.units * per_unit / s;
+        let slots = match (self.facts.name, self.units, s) {
+            ("sm90", 132, 1..=16) => {
+                let row = per_unit.min(4);
+                (SM90_CLUSTER_SLOTS[row as usize - 1][s as usize - 1] * per_unit / row).min(even)
+            }
+            _ => even,
+        };
+        slots.max(1)
+    }
+
+    /// Waves of a launch of `tiles` tiles at split `s` with `per_unit` CTAs per
+    /// unit: the splits of a tile form one cluster where `c` combines in one, and
+    /// clusters wait for a GPC with room for all of theirs.
+    pub fn waves(&self, c: &KernelConfig, tiles: u32, s: u32, per_unit: u32) -> u32 {
+        if c.cluster && s > 1 {
+            tiles.div_ceil(self.cluster_slots(per_unit, s))
+        } else {
+            (tiles * s).div_ceil(self.units.max(1) * per_unit.max(1))
+        }
+    }
+
+    /// The CTAs of `c` one unit holds by shared memory (sm_90; 1 where the facts
+    /// give no per-SM size).
+    pub fn ctas_per_unit(&self, c: &KernelConfig) -> u32 {
+        match self.facts.sm_lds {
+            0 => 1,
+            sm => (sm / (c.lds_bytes(&self.facts) + self.facts.lds_reserved)).max(1),
+        }
+    }
+}
+
 impl CostModel {
     fn kind(&self, c: &KernelConfig) -> Option<&KindCost> {
         self.kinds.iter().find(|k| k.family == c.family && k.cluster == c.cluster && k.tma == c.tma)
@@ -145,12 +198,13 @@ impl CostModel {
     pub fn modelled(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
         let kind = self.kind(c)?;
         let (n, k) = (p.n as f64, p.k as f64);
-        let tiles = (p.n.div_ceil(c.tile_n) as f64) * (p.m.div_ceil(c.tile_m) as f64);
+        let tile_count = p.n.div_ceil(c.tile_n) * p.m.div_ceil(c.tile_m);
+        let tiles = tile_count as f64;
         let ctas = tiles * s as f64;
         let units = dev.units.max(1) as f64;
         let lds = c.lds_bytes(&dev.facts) as f64 + 1024.0;
         let occupancy = (self.unit_shared_bytes as f64 / lds).floor().min((self.unit_threads / c.threads(&dev.facts).max(1)) as f64).clamp(1.0, 32.0);
-        let waves = (ctas / (units * occupancy)).ceil();
+        let waves = dev.waves(c, tile_count, s, occupancy as u32) as f64;
         let resident = occupancy.min((ctas / units).ceil());
         let blocks = ((p.k.div_ceil(c.tile_k)) as f64 / s as f64).ceil();
         let token_rows = match self.token_row_weight {
@@ -361,6 +415,31 @@ mod tests {
 
     fn cfg(tm: u32, tn: u32, cluster: bool) -> KernelConfig {
         KernelConfig { family: Family::Splitk, tile_m: tm, tile_n: tn, tile_k: 128, stages: 8, warps: [1, 1, 4], b_to_lds: true, cluster, tma: false }
+    }
+
+    /// Clusters of splits wait for a GPC with room: a 132-SM sm_90 part holds the
+    /// measured number at once, fewer than its SMs' share, so one tile more than
+    /// fits is a second wave; other devices (and splits outside a cluster) take
+    /// every unit's share.
+    #[test]
+    fn clusters_of_splits_fill_the_gpcs_they_fit() {
+        let d = dev();
+        assert_eq!((d.cluster_slots(1, 1), d.cluster_slots(1, 2), d.cluster_slots(1, 6), d.cluster_slots(2, 6)), (132, 66, 17, 39));
+        // Past four CTAs per SM, the fourth row's share per CTA, never above the even share.
+        assert_eq!(d.cluster_slots(8, 16), 56);
+        assert!((1..=32).all(|r| (1..=16).all(|s| d.cluster_slots(r, s) <= 132 * r / s && d.cluster_slots(r, s) >= 1)));
+        let other = Device { units: 114, ..d };
+        assert_eq!(other.cluster_slots(1, 6), 19);
+        let (clustered, plain) = (KernelConfig { family: Family::Wgmma, tile_m: 64, tile_n: 128, tile_k: 64, stages: 8, warps: [1, 8, 1], b_to_lds: true, cluster: true, tma: true }, cfg(8, 64, false));
+        assert_eq!((d.waves(&clustered, 17, 6, 1), d.waves(&clustered, 18, 6, 1)), (1, 2));
+        assert_eq!(d.waves(&plain, 18, 6, 1), 1);
+        assert_eq!(d.waves(&clustered, 18, 1, 1), 1);
+        // The model charges the second wave.
+        let m = test_model(&[(Family::Wgmma, true, true)]);
+        let (p17, p18) = (Problem::packed(DType::Bf16, 48, 17 * 128, 16384, false), Problem::packed(DType::Bf16, 48, 18 * 128, 16384, false));
+        let (t17, t18) = (m.modelled(&d, &clustered, 6, &p17).unwrap(), m.modelled(&d, &clustered, 6, &p18).unwrap());
+        assert!(t18 > 1.3 * t17, "17 tiles {t17:.1} us, 18 tiles {t18:.1} us");
+        assert_eq!(d.ctas_per_unit(&clustered), 1);
     }
 
     /// Streaming-bound shapes take at least their weights over DRAM; more weight

@@ -147,7 +147,7 @@ fn fit(a: &Args) -> Result<(), String> {
     verr.sort_by(f64::total_cmp);
     println!("vendor model: median error {:.1} %", (verr[verr.len() / 2].exp() - 1.0) * 100.0);
     if a.cross_validate > 1 {
-        let table_rule = TRANSFER_RULE.with(file.small_transfer);
+        let table_rule = TransferRule::of(&file);
         cross_validate(a.cross_validate, arch, a.margin, a.token_rows, &dev, &samples, &vendor, table_rule);
         let fp8_samples: Vec<Sample> = every_sample.iter().filter(|s| s.p.dtype.is_fp8()).cloned().collect();
         let fp8 = problems(&fp8_samples, &every_vendor);
@@ -456,8 +456,9 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
 /// else the vendor's time), for the shipped rule and looser and stricter ones.
 fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize, table_rule: TransferRule) {
     // The rules scored: one margin at every M up to 32 tokens (the first six), the
-    // default rule, and small-token margins (16-bit, at most `small_m` tokens) and
-    // token limits around it; the table's own rule is marked.
+    // default rule, small-token margins (16-bit, at most `small_m` tokens) and
+    // token limits around it, and lower margins above the small-token one; the
+    // table's own rule is marked.
     let up_to_32 = TransferRule { max_m: 32, ..TRANSFER_RULE };
     let small = |small_m, small_margin| TransferRule { small_m, small_margin, ..TRANSFER_RULE };
     let mut rules = vec![
@@ -474,7 +475,10 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
         small(8, 1.08),
         small(5, 1.03),
         small(16, 1.03),
+        small(16, 1.08),
         TransferRule { agree: 2, ..small(8, 1.03) },
+        TransferRule { margin: 1.1, ..small(16, 1.03) },
+        TransferRule { margin: 1.08, ..small(16, 1.03) },
     ];
     if !rules.contains(&table_rule) {
         rules.push(table_rule);

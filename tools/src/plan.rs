@@ -336,7 +336,7 @@ mod tests {
     fn the_summary_counts_by_rule() {
         let table = Tuning::parse(Arch::Sm90, embedded(Arch::Sm90), "embedded").unwrap();
         let t = h100();
-        let ds: Vec<Decision> = [shape(1, 64, 7168, false), shape(128, 1024, 7168, false), shape(12, 5120, 3456, false)]
+        let ds: Vec<Decision> = [shape(1, 64, 7168, false), shape(128, 1024, 7168, false), shape(48, 5120, 3456, false)]
             .iter()
             .map(|s| decide(&table, &t, s, DType::Bf16, ScaleKind::Tensor))
             .collect();
