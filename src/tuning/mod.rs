@@ -578,8 +578,8 @@ impl Tuning {
             let ctas = |n: u32, s: u32| n.div_ceil(c.tile_n) as f64 * s as f64;
             let want = ctas(a.n, split_k);
             let split = splits(kernel).into_iter().min_by(|&x, &y| (ctas(p.n, x) / want).ln().abs().total_cmp(&(ctas(p.n, y) / want).ln().abs()).then(x.cmp(&y)))?;
-            let tiles = |n: u32, m: u32| n.div_ceil(c.tile_n) * m.div_ceil(c.tile_m);
-            let rounds = |n: u32, m: u32, s: u32| (tiles(n, m) * s).div_ceil(units.max(1));
+            let tiles = |n: u32, m: u32| u64::from(n.div_ceil(c.tile_n)) * u64::from(m.div_ceil(c.tile_m));
+            let rounds = |n: u32, m: u32, s: u32| (tiles(n, m) * u64::from(s)).div_ceil(u64::from(units.max(1)));
             let waves = |n: u32, m: u32, s: u32| dev.map_or(0, |d| d.waves(&c, tiles(n, m), s, d.ctas_per_unit(&c)));
             if rounds(p.n, p.m, split) > rounds(a.n, a.m, split_k) || waves(p.n, p.m, split) > waves(a.n, a.m, split_k) {
                 return Some(Err(()));

@@ -117,13 +117,13 @@ impl Device {
     /// The clusters of `s` CTAs resident at once with `per_unit` CTAs per unit: the
     /// measured 132-SM sm_90 numbers (beyond 4 CTAs per SM, the fourth row's share
     /// per CTA); elsewhere every unit's share, which no GPC boundary cuts.
-    pub fn cluster_slots(&self, per_unit: u32, s: u32) -> u32 {
-        let (per_unit, s) = (per_unit.max(1), s.max(1));
-        let even = self.units * per_unit / s;
+    pub fn cluster_slots(&self, per_unit: u32, s: u32) -> u64 {
+        let (per_unit, s) = (u64::from(per_unit.max(1)), s.max(1));
+        let even = u64::from(self.units) * per_unit / u64::from(s);
         let slots = match (self.facts.name, self.units, s) {
             ("sm90", 132, 1..=16) => {
                 let row = per_unit.min(4);
-                (SM90_CLUSTER_SLOTS[row as usize - 1][s as usize - 1] * per_unit / row).min(even)
+                (u64::from(SM90_CLUSTER_SLOTS[row as usize - 1][s as usize - 1]) * per_unit / row).min(even)
             }
             _ => even,
         };
@@ -133,11 +133,11 @@ impl Device {
     /// Waves of a launch of `tiles` tiles at split `s` with `per_unit` CTAs per
     /// unit: the splits of a tile form one cluster where `c` combines in one, and
     /// clusters wait for a GPC with room for all of theirs.
-    pub fn waves(&self, c: &KernelConfig, tiles: u32, s: u32, per_unit: u32) -> u32 {
+    pub fn waves(&self, c: &KernelConfig, tiles: u64, s: u32, per_unit: u32) -> u64 {
         if c.cluster && s > 1 {
             tiles.div_ceil(self.cluster_slots(per_unit, s))
         } else {
-            (tiles * s).div_ceil(self.units.max(1) * per_unit.max(1))
+            (tiles * u64::from(s)).div_ceil(u64::from(self.units.max(1)) * u64::from(per_unit.max(1)))
         }
     }
 
@@ -198,7 +198,7 @@ impl CostModel {
     pub fn modelled(&self, dev: &Device, c: &KernelConfig, s: u32, p: &Problem) -> Option<f64> {
         let kind = self.kind(c)?;
         let (n, k) = (p.n as f64, p.k as f64);
-        let tile_count = p.n.div_ceil(c.tile_n) * p.m.div_ceil(c.tile_m);
+        let tile_count = u64::from(p.n.div_ceil(c.tile_n)) * u64::from(p.m.div_ceil(c.tile_m));
         let tiles = tile_count as f64;
         let ctas = tiles * s as f64;
         let units = dev.units.max(1) as f64;
@@ -427,7 +427,7 @@ mod tests {
         assert_eq!((d.cluster_slots(1, 1), d.cluster_slots(1, 2), d.cluster_slots(1, 6), d.cluster_slots(2, 6)), (132, 66, 17, 39));
         // Past four CTAs per SM, the fourth row's share per CTA, never above the even share.
         assert_eq!(d.cluster_slots(8, 16), 56);
-        assert!((1..=32).all(|r| (1..=16).all(|s| d.cluster_slots(r, s) <= 132 * r / s && d.cluster_slots(r, s) >= 1)));
+        assert!((1..=32).all(|r| (1..=16).all(|s| d.cluster_slots(r, s) <= u64::from(132 * r / s) && d.cluster_slots(r, s) >= 1)));
         let other = Device { units: 114, ..d };
         assert_eq!(other.cluster_slots(1, 6), 19);
         let (clustered, plain) = (KernelConfig { family: Family::Wgmma, tile_m: 64, tile_n: 128, tile_k: 64, stages: 8, warps: [1, 8, 1], b_to_lds: true, cluster: true, tma: true }, cfg(8, 64, false));
@@ -440,6 +440,9 @@ mod tests {
         let (t17, t18) = (m.modelled(&d, &clustered, 6, &p17).unwrap(), m.modelled(&d, &clustered, 6, &p18).unwrap());
         assert!(t18 > 1.3 * t17, "17 tiles {t17:.1} us, 18 tiles {t18:.1} us");
         assert_eq!(d.ctas_per_unit(&clustered), 1);
+        // No count overflows, however large the problem.
+        assert_eq!(d.waves(&clustered, u64::from(u32::MAX) * 4, 16, 1), u64::from(u32::MAX) * 4 / 7 + 1);
+        assert!(m.modelled(&d, &clustered, 16, &Problem::packed(DType::Bf16, u32::MAX, u32::MAX, 16384, false)).is_some_and(f64::is_finite));
     }
 
     /// Streaming-bound shapes take at least their weights over DRAM; more weight
