@@ -71,7 +71,7 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
         .map(|(d, n)| format!("{} {n}", d.name()))
         .collect();
     format!(
-        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x{} and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
+        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit, nor a wave of clusters), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x{} and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
         t.anchors().len(),
         counts.join(", "),
         rule.agree,
