@@ -60,6 +60,11 @@ pub struct Args {
     /// they lend (tuning/README.md, transfer).
     #[arg(long = "keep-anchors", requires = "files", conflicts_with = "score")]
     pub keep_anchors: bool,
+    /// Fit nothing: write the measurements' winners as anchors (the table's anchors
+    /// for problems the files do not measure kept) and leave the planner as it is:
+    /// another dtype or token count added to a table whose planner stays.
+    #[arg(long = "anchors-only", requires = "files", conflicts_with_all = ["score", "keep_anchors", "cross_validate", "token_rows"])]
+    pub anchors_only: bool,
 }
 
 pub fn run(a: &Args) -> i32 {
@@ -108,6 +113,16 @@ fn fit(a: &Args) -> Result<(), String> {
         return refit_vendor_row(a, arch);
     }
     let (every_sample, every_vendor) = read(&a.files)?;
+    if a.anchors_only {
+        let mut file = read_table(&a.out)?;
+        if file.arch != arch.name() {
+            return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
+        }
+        file.anchors = anchors(&problems(&every_sample, &every_vendor), &file, true);
+        write_table(&a.out, &file)?;
+        println!("{} anchors (measured winners of shapes the entries do not list) written to {}; its planner as it was", file.anchors.len(), a.out);
+        return Ok(());
+    }
     // The planner is fitted to 16-bit measurements (fp8 kernels are their 16-bit
     // twins on half the bytes and plan with their calibration: docs/design.md,
     // section 3.5); every dtype's winners become anchors.
@@ -161,7 +176,7 @@ fn fit(a: &Args) -> Result<(), String> {
     if a.keep_anchors {
         println!("{} anchors kept as they were", file.anchors.len());
     } else {
-        file.anchors = anchors(&problems(&every_sample, &every_vendor), &file);
+        file.anchors = anchors(&problems(&every_sample, &every_vendor), &file, false);
         println!("{} anchors (measured winners of shapes the entries do not list)", file.anchors.len());
     }
     write_table(&a.out, &file)?;
@@ -303,8 +318,10 @@ fn problems<'a>(samples: &'a [Sample], vendor: &[VendorSample]) -> Vec<Measured<
 /// even where the vendor won, with both times; bf16 ones mirrored to f16 as the
 /// tuner mirrors entries. The table's earlier anchors stay where these files do
 /// not measure their problem (another dtype, another token count), so that a fit
-/// to new measurements does not forget the old ones.
-fn anchors(measured: &[Measured], file: &TuningFile) -> Vec<Entry> {
+/// to new measurements does not forget the old ones; those of shapes the entries
+/// now list too where `keep_listed` (--anchors-only: what is not measured again
+/// stays exactly as it was), else they go.
+fn anchors(measured: &[Measured], file: &TuningFile, keep_listed: bool) -> Vec<Entry> {
     let listed: HashSet<(DType, u32, u32, bool)> = file.entries.iter().map(|e| (e.dtype, e.n, e.k, e.bias)).collect();
     let anchor_key = |e: &Entry| (e.dtype, e.n, e.k, e.bias, e.m_min);
     let mut out = Vec::new();
@@ -334,7 +351,7 @@ fn anchors(measured: &[Measured], file: &TuningFile) -> Vec<Entry> {
         out.push(e);
     }
     let fresh: HashSet<_> = out.iter().map(anchor_key).collect();
-    out.extend(file.anchors.iter().filter(|e| !fresh.contains(&anchor_key(e)) && !listed.contains(&(e.dtype, e.n, e.k, e.bias))).cloned());
+    out.extend(file.anchors.iter().filter(|e| !fresh.contains(&anchor_key(e)) && (keep_listed || !listed.contains(&(e.dtype, e.n, e.k, e.bias)))).cloned());
     out.sort_by_key(anchor_key);
     out
 }
@@ -494,7 +511,7 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
     let mut losses: Vec<Vec<(Problem, f64, f64)>> = vec![Vec::new(); rules.len()];
     for f in 0..folds {
         let train: Vec<Measured> = all.iter().filter(|pr| fold_of(&pr.p) != f).map(|pr| Measured { candidates: pr.candidates.clone(), ..*pr }).collect();
-        let file = TuningFile { anchors: anchors(&train, &empty), ..empty.clone() };
+        let file = TuningFile { anchors: anchors(&train, &empty, false), ..empty.clone() };
         let Ok(table) = Tuning::parse(arch, &serde_json::to_string(&file).expect("a table serialises"), "cross-validation") else { continue };
         let catalog = kernels::for_arch(arch).kernels;
         for pr in all.iter().filter(|pr| fold_of(&pr.p) == f) {
@@ -823,7 +840,9 @@ mod tests {
         let (p, q) = (Problem::packed(DType::Bf16, 1, 2048, 4096, false), Problem::packed(DType::Bf16, 1, 4096, 4096, false));
         let samples = [Sample { device: "test".into(), p, c, split: 4, us: 4.5 }, Sample { device: "test".into(), p, c: wide, split: 1, us: 4.0 }, Sample { device: "test".into(), p: q, c, split: 1, us: 8.0 }];
         let vendor = [(p, 8.0), (q, 9.0)];
-        let got = anchors(&problems(&samples, &vendor), &file);
+        let got = anchors(&problems(&samples, &vendor), &file, false);
+        // --anchors-only keeps the old anchor of the listed shape too.
+        assert_eq!(anchors(&problems(&samples, &vendor), &file, true).len(), 5);
         let find = |d: DType, n: u32, m: u32| got.iter().filter(|e| (e.dtype, e.n, e.m_min) == (d, n, m)).collect::<Vec<_>>();
         // Re-measured: replaced by the new winner (and its f16 mirror).
         assert_eq!(find(DType::Bf16, 2048, 1).iter().map(|e| (e.kernel, e.split_k, e.us)).collect::<Vec<_>>(), [(Some(wide), 1, Some(4.0))]);
@@ -834,6 +853,39 @@ mod tests {
         // A listed shape has no anchor, old or new.
         assert!(got.iter().all(|e| e.n != 4096), "{got:?}");
         assert_eq!(got.len(), 4);
+    }
+
+    /// --anchors-only writes a dump's winners as anchors (fp8 alone here, which the
+    /// planner's fit could not use) and leaves the table's planner as it was.
+    #[test]
+    fn anchors_only_adds_anchors_and_keeps_the_planner() {
+        let dir = std::env::temp_dir().join(format!("skinnylt-anchors-only-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (table, dump) = (dir.join("t.json"), dir.join("d.jsonl"));
+        let shipped: TuningFile = serde_json::from_str(skinnylt::tuning::embedded(Arch::Sm90)).unwrap();
+        let planner = serde_json::to_string(&shipped.planner).unwrap();
+        std::fs::write(&table, format!(r#"{{"schema":1,"arch":"sm90","planner":{planner},"entries":[]}}"#)).unwrap();
+        let c = serde_json::to_string(&KernelConfig { family: Family::Splitk, tile_m: 8, tile_n: 16, tile_k: 128, stages: 8, warps: [1, 1, 4], b_to_lds: true, cluster: true, tma: false }).unwrap();
+        let head = r#""device":"test","dtype":"e4m3","m":24,"n":4096,"k":2048,"bias":false"#;
+        std::fs::write(&dump, format!("{{{head},\"kernel\":{c},\"split\":4,\"us\":5.0}}\n{{{head},\"vendor_us\":7.5}}\n")).unwrap();
+        let args = Args {
+            files: vec![dump.display().to_string()],
+            arch: "sm90".into(),
+            units: None,
+            out: table.display().to_string(),
+            margin: 1.1,
+            token_rows: false,
+            cross_validate: 0,
+            score: false,
+            keep_anchors: false,
+            anchors_only: true,
+        };
+        assert_eq!(run(&args), 0);
+        let after = read_table(&args.out).unwrap();
+        assert_eq!(serde_json::to_string(&after.planner).unwrap(), planner);
+        assert!(after.planner.is_some());
+        assert_eq!(after.anchors.iter().map(|e| (e.dtype, e.m_min, e.n, e.split_k, e.us, e.vendor_us)).collect::<Vec<_>>(), [(DType::E4m3, 24, 4096, 4, Some(5.0), Some(7.5))]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// With --token-rows the fit finds what a token row costs: times made by a
