@@ -113,11 +113,11 @@ fn fit(a: &Args) -> Result<(), String> {
         return refit_vendor_row(a, arch);
     }
     let (every_sample, every_vendor) = read(&a.files)?;
+    let mut file = read_table(&a.out)?;
+    if file.arch != arch.name() {
+        return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
+    }
     if a.anchors_only {
-        let mut file = read_table(&a.out)?;
-        if file.arch != arch.name() {
-            return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
-        }
         file.anchors = anchors(&problems(&every_sample, &every_vendor), &file, true);
         write_table(&a.out, &file)?;
         println!("{} anchors (measured winners of shapes the entries do not list) written to {}; its planner as it was", file.anchors.len(), a.out);
@@ -133,10 +133,6 @@ fn fit(a: &Args) -> Result<(), String> {
     }
     let facts = target(arch.name()).ok_or("no target facts")?;
     let dev = Device { units: a.units.unwrap_or(arch.default_units()), facts };
-    let mut file = read_table(&a.out)?;
-    if file.arch != arch.name() {
-        return Err(format!("{} is a table for {}, the measurements are of {}", a.out, file.arch, arch.name()));
-    }
     if a.score {
         let model = file.planner.ok_or_else(|| format!("{} has no planner constants to score", a.out))?;
         let measured = problems(&samples, &vendor);
