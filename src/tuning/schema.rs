@@ -451,8 +451,10 @@ pub struct TuningFile {
 /// A 16-bit problem of at most `max_m` tokens borrows an anchor's choice where its
 /// nearest anchors beat the vendor by `margin` rather than `TRANSFER_MARGIN`. A fact
 /// of the device, chosen by `fit --cross-validate` on its measurements: on the H100
-/// the anchors' kernels stream at the copy floor at one 8-token tile, and wins of
-/// 1.03x carried; on the H200 the same rule ran 9 of 994 problems below 0.97x.
+/// the anchors' kernels stream at the copy floor within one 16-token tile, and wins
+/// of 1.03x carried (its table: 16 tokens, 1.03x); on the H200 1.03x ran 9 of 994
+/// problems below 0.97x, and 1.08x is the lowest margin that added none (its table:
+/// 16 tokens, 1.08x).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SmallTransfer {
