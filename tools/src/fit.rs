@@ -15,7 +15,7 @@ use skinnylt::gpu::Arch;
 use skinnylt::kernels;
 use skinnylt::route::{DType, Problem};
 use skinnylt::tuning::planner::{Device, MIN_EXCESS_US, SPREAD_QUANTILE, bytes, token_tiles};
-use skinnylt::tuning::{Choice, TRANSFER_RULE, TransferRule, Tuning};
+use skinnylt::tuning::{Choice, TRANSFER_RULE, Transfer, TransferRule, Tuning};
 use skinnylt::tuning::schema::{Calibration, CostModel, Entry, Family, KernelConfig, KindCost, ScaleKind, TuningFile, VendorCost, target};
 
 use crate::tune::Measurement;
@@ -467,11 +467,23 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
 /// CTAs among those measured for the borrowed kernel there; standalone (always the
 /// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
 /// else the vendor's time), for the shipped rule and looser and stricter ones.
+/// One problem transfer scored: the vendor's time, the speedup of the choice the
+/// default rule borrows (what runs standalone), and for each rule whether it runs
+/// its own choice there and that choice's speedup.
+struct Scored {
+    vendor_us: f64,
+    alone: f64,
+    runs: Vec<(bool, f64)>,
+    m: u32,
+}
+
 fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize, table_rule: TransferRule) {
     // The rules scored: one margin at every M up to 32 tokens (the first six), the
     // default rule, small-token margins (16-bit, at most `small_m` tokens) and
-    // token limits around it, and lower margins above the small-token one; the
-    // table's own rule is marked.
+    // token limits around it, lower margins above the small-token one, and rules
+    // that lend the nearest anchor's kernel without asking others to have won with
+    // it, or ask for those votes however much the anchors won by; the table's own
+    // rule is marked.
     let up_to_32 = TransferRule { max_m: 32, ..TRANSFER_RULE };
     let small = |small_m, small_margin| TransferRule { small_m, small_margin, ..TRANSFER_RULE };
     let mut rules = vec![
@@ -492,6 +504,13 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
         TransferRule { agree: 2, ..small(8, 1.03) },
         TransferRule { margin: 1.1, ..small(16, 1.03) },
         TransferRule { margin: 1.08, ..small(16, 1.03) },
+        TransferRule { votes: 1, ..TRANSFER_RULE },
+        TransferRule { votes: 1, ..small(16, 1.03) },
+        TransferRule { votes: 1, ..small(16, 1.08) },
+        TransferRule { strong: f64::INFINITY, ..small(16, 1.03) },
+        TransferRule { strong: f64::INFINITY, ..small(16, 1.08) },
+        TransferRule { strong: 1.35, ..small(16, 1.03) },
+        TransferRule { strong: 1.35, ..small(16, 1.08) },
     ];
     if !rules.contains(&table_rule) {
         rules.push(table_rule);
@@ -500,9 +519,7 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
     // kernel's win is a few percent at most.
     const LONG_US: f64 = 10.0;
     let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![], small_transfer: None };
-    // Per scored problem: the vendor's time, the borrowed choice's speedup, and
-    // whether each rule runs it.
-    let mut scored: Vec<(f64, f64, Vec<bool>, u32)> = Vec::new();
+    let mut scored: Vec<Scored> = Vec::new();
     // Each rule's problems below 0.97x.
     let mut losses: Vec<Vec<(Problem, f64, f64)>> = vec![Vec::new(); rules.len()];
     for f in 0..folds {
@@ -518,49 +535,71 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
                 v.dedup();
                 v
             };
-            let Some(t) = table.transfer(arch, arch.default_units(), &pr.p, measured) else { continue };
-            let Choice::Run { kernel, split_k } = t.choice else { continue };
-            let Some(us) = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min) else { continue };
-            let runs: Vec<bool> = rules.iter().map(|&rule| table.transfer_by(rule, arch, arch.default_units(), &pr.p, measured).is_some_and(|t| t.wins)).collect();
-            for (i, &run) in runs.iter().enumerate() {
-                if run && pr.vendor_us / us < 0.97 {
-                    losses[i].push((pr.p, pr.vendor_us / us, pr.vendor_us));
+            // A borrowed choice's measured speedup, if it runs a kernel measured here.
+            let speedup = |t: Option<Transfer>| {
+                let Choice::Run { kernel, split_k } = t?.choice else { return None };
+                let us = pr.candidates.iter().filter(|c| c.c == catalog[kernel].config && c.split == split_k).map(|c| c.us).reduce(f64::min)?;
+                Some(pr.vendor_us / us)
+            };
+            let Some(alone) = speedup(table.transfer(arch, arch.default_units(), &pr.p, measured)) else { continue };
+            let runs: Vec<(bool, f64)> = rules
+                .iter()
+                .map(|&rule| {
+                    let t = table.transfer_by(rule, arch, arch.default_units(), &pr.p, measured);
+                    match (t.is_some_and(|t| t.wins), speedup(t)) {
+                        (true, Some(x)) => (true, x),
+                        _ => (false, 1.0),
+                    }
+                })
+                .collect();
+            for (i, &(run, x)) in runs.iter().enumerate() {
+                if run && x < 0.97 {
+                    losses[i].push((pr.p, x, pr.vendor_us));
                 }
             }
-            scored.push((pr.vendor_us, pr.vendor_us / us, runs, pr.p.m));
+            scored.push(Scored { vendor_us: pr.vendor_us, alone, runs, m: pr.p.m });
         }
     }
     let geo = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let below = |v: &[f64]| v.iter().filter(|&&d| d < 0.97).count();
-    let alone: Vec<f64> = scored.iter().map(|s| s.1).collect();
+    let alone: Vec<f64> = scored.iter().map(|s| s.alone).collect();
     println!("{folds}-fold, shapes left out, transfer on {} of {} problems: standalone {:.3} (min {:.2}); deployed:", scored.len(), all.len(), geo(&alone), min(&alone));
     for (i, rule) in rules.iter().enumerate() {
-        let deployed = |long: bool| -> Vec<f64> { scored.iter().filter(|s| !long || s.0 >= LONG_US).map(|s| if s.2[i] { s.1 } else { 1.0 }).collect() };
+        let deployed = |long: bool| -> Vec<f64> { scored.iter().filter(|s| !long || s.vendor_us >= LONG_US).map(|s| s.runs[i].1).collect() };
         let (d, l) = (deployed(false), deployed(true));
         println!(
-            "  {} at {:.2}x ({:.2}x at M <= {}), M <= {}{}: {:.3} (min {:.2}, {} below 0.97, {} run); where the vendor takes >= {LONG_US} us: {:.3} ({} below)",
+            "  {} at {:.2}x ({:.2}x at M <= {}), M <= {}{}{}: {:.3} (min {:.2}, {} below 0.97, {} run); where the vendor takes >= {LONG_US} us: {:.3} ({} below)",
             rule.agree,
             rule.margin,
             rule.small_margin,
             rule.small_m,
             rule.max_m,
+            match rule.votes {
+                v if v == TRANSFER_RULE.votes => String::new(),
+                1 => ", the nearest's kernel".to_string(),
+                v => format!(", {v} won with its kernel"),
+            } + &match rule.strong {
+                s if s == TRANSFER_RULE.strong || rule.votes == 1 => String::new(),
+                s if s.is_finite() => format!(" (1 where all won by {s:.2}x)"),
+                _ => format!(" ({} always)", rule.votes),
+            },
             if *rule == table_rule { " (this table's)" } else { "" },
             geo(&d),
             min(&d),
             below(&d),
-            scored.iter().filter(|s| s.2[i]).count(),
+            scored.iter().filter(|s| s.runs[i].0).count(),
             geo(&l),
             below(&l)
         );
-        let mut ms: Vec<u32> = scored.iter().map(|s| s.3).collect();
+        let mut ms: Vec<u32> = scored.iter().map(|s| s.m).collect();
         ms.sort();
         ms.dedup();
         let per_m: Vec<String> = ms
             .iter()
             .map(|&m| {
-                let d: Vec<f64> = scored.iter().filter(|s| s.3 == m).map(|s| if s.2[i] { s.1 } else { 1.0 }).collect();
-                format!("M={m}: {:.3} ({} run, min {:.2})", geo(&d), scored.iter().filter(|s| s.3 == m && s.2[i]).count(), min(&d))
+                let d: Vec<f64> = scored.iter().filter(|s| s.m == m).map(|s| s.runs[i].1).collect();
+                format!("M={m}: {:.3} ({} run, min {:.2})", geo(&d), scored.iter().filter(|s| s.m == m && s.runs[i].0).count(), min(&d))
             })
             .collect();
         println!("    {}", per_m.join("; "));
