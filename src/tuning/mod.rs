@@ -136,7 +136,8 @@ pub const TRANSFER_STRONG: f64 = 1.25;
 /// When a borrowed choice runs with a vendor library present: the `agree` nearest
 /// anchors all beat the vendor by the margin (`small_margin` for a 16-bit problem
 /// of no more than `small_m` tokens, else `margin`), `votes` of them won with the
-/// kernel it runs (lent by the nearest of those), and M is at most `max_m`. A table's rule is `TRANSFER_RULE` with its
+/// kernel it runs (lent by the nearest of those; one vote where all won by
+/// `strong`), and M is at most `max_m`. A table's rule is `TRANSFER_RULE` with its
 /// `SmallTransfer`, if it has one (`TransferRule::of`); `fit --cross-validate`
 /// scores others beside it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1083,11 +1084,9 @@ mod tests {
         let three = [anchor(b, 1024), anchor(a, 1200), anchor(c, 1400)];
         let lent = table(&three).transfer(Arch::Sm90, 132, &p, splits).unwrap();
         assert!(!lent.wins && matches!(lent.choice, Choice::Run { kernel, .. } if kernel == index(b)), "{lent:?}");
-        // Unless they all won by `strong`.
-        let strong = TransferRule { strong: 1.25, ..TRANSFER_RULE };
+        // Unless they all won by `strong` (1.3x here).
         let won_big: Vec<String> = three.iter().map(|a| a.replace(r#""vendor_us":6.0"#, r#""vendor_us":6.5"#)).collect();
-        assert_eq!(strong, TRANSFER_RULE);
-        assert!(table(&won_big).transfer_by(strong, Arch::Sm90, 132, &p, splits).unwrap().wins);
+        assert!(table(&won_big).transfer(Arch::Sm90, 132, &p, splits).unwrap().wins);
         // fp8 takes the nearest's kernel.
         let fp8: Vec<String> = three.iter().map(|a| a.replace(r#""dtype":"bf16""#, r#""dtype":"e4m3""#)).collect();
         let lent = table(&fp8).transfer(Arch::Sm90, 132, &Problem::packed(DType::E4m3, 1, 1024, 7168, false), splits).unwrap();

@@ -462,11 +462,6 @@ fn cross_validate(folds: usize, arch: Arch, margin: f64, token_rows: bool, dev: 
     transfer_scores(folds, arch, &all, fold_of, table_rule);
 }
 
-/// Transfer (`Tuning::transfer`) scored the same way: each fold's problems borrow
-/// from the winners of the other folds' shapes as anchors, at the split nearest in
-/// CTAs among those measured for the borrowed kernel there; standalone (always the
-/// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
-/// else the vendor's time), for the shipped rule and looser and stricter ones.
 /// One problem transfer scored: the vendor's time, the speedup of the choice the
 /// default rule borrows (what runs standalone), and for each rule whether it runs
 /// its own choice there and that choice's speedup.
@@ -477,6 +472,11 @@ struct Scored {
     m: u32,
 }
 
+/// Transfer (`Tuning::transfer`) scored the same way: each fold's problems borrow
+/// from the winners of the other folds' shapes as anchors, at the split nearest in
+/// CTAs among those measured for the borrowed kernel there; standalone (always the
+/// borrowed choice) and deployed (the borrowed choice where the rule says it wins,
+/// else the vendor's time), for the shipped rule and looser and stricter ones.
 fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(&Problem) -> usize, table_rule: TransferRule) {
     // The rules scored: one margin at every M up to 32 tokens (the first six), the
     // default rule, small-token margins (16-bit, at most `small_m` tokens) and
