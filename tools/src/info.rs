@@ -71,12 +71,17 @@ fn transfer(t: &skinnylt::tuning::Tuning) -> String {
         .map(|(d, n)| format!("{} {n}", d.name()))
         .collect();
     format!(
-        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit, nor a wave of clusters), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x{} and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
+        "{} anchors, measured winners ({}): a shape no entry lists first borrows the nearest one's kernel at its count of CTAs (where that adds no round of CTAs per compute unit, nor a wave of clusters), and with a real hipBLASLt runs it only where the {} nearest beat hipBLASLt by {:.2}x{}{} and M <= {} (forwarding where they agree but none can lend), else the planner decides; ",
         t.anchors().len(),
         counts.join(", "),
         rule.agree,
         rule.margin,
         if rule.small_m > 0 { format!(" ({:.2}x in 16-bit at M <= {})", rule.small_margin, rule.small_m) } else { String::new() },
+        if rule.votes > 1 {
+            format!(", in 16-bit {} of them won with the kernel it runs (lent by the nearest of those; 1 where all won by {:.2}x)", rule.votes, rule.strong)
+        } else {
+            String::new()
+        },
         rule.max_m
     )
 }
@@ -133,6 +138,7 @@ mod tests {
         let said = transfer(&sm90);
         assert!(said.starts_with(&format!("{} anchors", sm90.anchors().len())), "{said}");
         assert!(said.contains("bf16 ") && said.contains("e4m3 "), "{said}");
+        assert!(said.contains("in 16-bit 2 of them won with the kernel it runs"), "{said}");
         let gfx942 = Tuning::parse(Arch::Gfx942, embedded(Arch::Gfx942), "embedded").unwrap();
         assert_eq!(transfer(&gfx942), "");
         // The per-row vendor floor: the H100's per-row entries span K = 96..16384 (the
