@@ -159,8 +159,9 @@ pub fn planner_wins(model: &CostModel, p: &Problem, vendor_us: f64, pick: &Plann
 /// Batch-invariant planning: every M of (dtype, N, K) runs kernels of one summation
 /// class (`planner::summation_class`) at one split, chosen from (dtype, N, K) alone,
 /// and never forwards by speed (a forwarded M would sum in the vendor's order).
-/// With planner constants, `planner::invariant_best` (the table's measured winners
-/// where it has them, the model elsewhere); without, the fallback's
+/// With planner constants, the table's measured plan for the shape where it has
+/// one (`Tuning::invariant`), else `planner::invariant_best` (the table's measured
+/// winners where it has them, the model elsewhere); without, the fallback's
 /// kernel for 16 tokens at every M. The split is the one the launch plan keeps at
 /// the largest M, so no M's plan lowers it.
 fn invariant(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem) -> Result<Choice, Error> {
@@ -170,12 +171,26 @@ fn invariant(table: &Tuning, fallback: &Fallback, t: &Target, p: &Problem) -> Re
         let facts = schema::target(t.arch.name()).ok_or(Error::NoKernel)?;
         let dev = planner::Device { units: t.units, facts };
         let catalog: Vec<_> = kernels::for_arch(t.arch).kernels.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config)).collect();
+        let fits = |k, s| kept(k, s) == s;
+        // A measured plan whose every kernel keeps its split: the kernel measured at
+        // this M, else its class's fastest predicted one (else the kernel measured at
+        // the nearest M: every kernel of the class sums a row alike at any M).
+        if let Some(inv) = table.invariant(p).filter(|inv| inv.measured.iter().all(|&(_, k)| fits(k, inv.split_k))) {
+            let kernel = match inv.measured.iter().find(|&&(m, _)| m == p.m) {
+                Some(&(_, k)) => k,
+                None => match planner::InvariantCatalog::new(model, &dev, &catalog, p.dtype, fits).fastest(inv.class, inv.split_k, p) {
+                    Some((_, k)) => k,
+                    None => inv.measured.iter().min_by_key(|&&(m, _)| m.abs_diff(p.m)).ok_or(Error::NoKernel)?.1,
+                },
+            };
+            return Ok(Choice::Run { kernel, split_k: inv.split_k });
+        }
         // The table's measured winner at M, where it measured one.
         let measured = |m| match table.lookup(&Problem { m, ..*p }).filter(|b| b.measured && b.holds_at(t.arch, m))?.choice {
             Choice::Run { kernel, split_k } => Some((kernel, split_k)),
             Choice::Forward => None,
         };
-        return planner::invariant_best(model, &dev, &catalog, p, |k, s| kept(k, s) == s, measured).ok_or(Error::NoKernel);
+        return planner::invariant_best(model, &dev, &catalog, p, fits, measured).ok_or(Error::NoKernel);
     }
     match fallback.choose(t.units, &Problem { m: 16, ..*p }).ok_or(Error::NoKernel)? {
         Choice::Run { kernel, split_k } => Ok(Choice::Run { kernel, split_k: kept(kernel, split_k).max(1) }),
@@ -255,6 +270,36 @@ mod tests {
 
     fn model() -> CostModel {
         crate::tuning::planner::test_model(&[(Family::Splitk, false, false), (Family::Splitk, true, false), (Family::Vdmfma, false, false), (Family::Wgmma, false, false), (Family::Wgmma, true, false), (Family::Wgmma, true, true)])
+    }
+
+    /// A table's measured batch-invariant plan decides the class and split of its
+    /// shape: the kernel measured at an M runs there, a kernel of the same class at
+    /// the same split everywhere else, and a shape without a plan is planned.
+    #[test]
+    fn measured_invariant_plans_run_their_class_and_split() {
+        let (t, fb) = (h100(), Fallback::for_arch(Arch::Sm90));
+        let cat = kernels::for_arch(Arch::Sm90).kernels;
+        let wgmma: Vec<&schema::KernelConfig> = cat.iter().filter(|k| k.dtype == DType::Bf16 && k.config.family == Family::Wgmma && k.config.cluster).map(|k| &k.config).collect();
+        let (a, b) = (wgmma[0], wgmma[1]);
+        assert_ne!(a, b);
+        let entry = |m: u32, c: &schema::KernelConfig| format!(r#"{{"dtype":"bf16","n":2880,"k":2880,"bias":false,"m_min":{m},"m_max":{m},"source":"measured","kernel":{},"split_k":3,"us":5.0,"vendor_us":6.0}}"#, serde_json::to_string(c).unwrap());
+        let text = format!(r#"{{"schema":1,"arch":"sm90","planner":{},"entries":[],"invariant":[{},{}]}}"#, serde_json::to_string(&model()).unwrap(), entry(1, a), entry(64, b));
+        let table = Tuning::parse(Arch::Sm90, &text, "test").unwrap();
+        let index = |c: &schema::KernelConfig| kernels::index_of(Arch::Sm90, DType::Bf16, c).unwrap();
+        let at = |m, n| choose(&table, &fb, &t, &Problem { batch_invariant: true, ..Problem::packed(DType::Bf16, m, n, 2880, false) }, true).unwrap();
+        assert_eq!(at(1, 2880), Choice::Run { kernel: index(a), split_k: 3 });
+        assert_eq!(at(64, 2880), Choice::Run { kernel: index(b), split_k: 3 });
+        for m in [2, 5, 17, 100, 128] {
+            let Choice::Run { kernel, split_k } = at(m, 2880) else { panic!("M={m}") };
+            assert_eq!((planner::summation_class(&cat[kernel].config), split_k), ((Family::Wgmma, 0, 1), 3), "M={m}");
+        }
+        // Another N has no plan: the planner's pair, as without the section.
+        let mut plain = Tuning::default();
+        plain.planner = Some(model());
+        let p = Problem { batch_invariant: true, ..Problem::packed(DType::Bf16, 1, 2304, 2880, false) };
+        assert_eq!(at(1, 2304), choose(&plain, &fb, &t, &p, true).unwrap());
+        // Not batch-invariant: the plans play no part.
+        assert_eq!(choose(&table, &fb, &t, &Problem::packed(DType::Bf16, 1, 2880, 2880, false), true), choose(&plain, &fb, &t, &Problem::packed(DType::Bf16, 1, 2880, 2880, false), true));
     }
 
     /// Transfer decides before the planner: the nearest anchors' agreed win runs

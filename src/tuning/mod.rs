@@ -52,8 +52,21 @@ pub struct Tuning {
     /// the lower convex hull of the fastest time at each K of the measured per-row
     /// entries, as (K in elements, µs), K ascending (`vendor_row_floor_us`).
     row_floor: Vec<(u32, f64)>,
+    /// Measured batch-invariant plans by (dtype, N, K in elements, bias).
+    invariant: FxHashMap<(DType, u32, u32, bool), InvariantPlan>,
     pub entries: usize,
     pub skipped: usize,
+}
+
+/// A measured batch-invariant plan of one (dtype, N, K, bias) (the file's
+/// `invariant` entries): every M runs a kernel of `class` at `split_k`; at a token
+/// count it was measured at, the kernel measured fastest there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvariantPlan {
+    pub class: planner::SummationClass,
+    pub split_k: u32,
+    /// (M, kernel), M ascending.
+    pub measured: Vec<(u32, usize)>,
 }
 
 /// One token range of one shape: what to run, measured at `m_min` (the tuner
@@ -478,6 +491,25 @@ impl Tuning {
             t.entries += 1;
         }
         t.row_floor = lower_hull(row_minima);
+        for e in &file.invariant {
+            let key = (e.dtype, e.n, e.k, e.bias);
+            let (Some(c), true) = (&e.kernel, e.split_k >= 1) else {
+                return Err(format!("invariant entry N = {}, K = {}, M = {}: a kernel and a split of at least 1", e.n, e.k, e.m_min));
+            };
+            let Some(kernel) = kernels::index_of(arch, e.dtype, c) else {
+                unknown.get_or_insert(c);
+                t.skipped += 1;
+                continue;
+            };
+            let plan = t.invariant.entry(key).or_insert_with(|| InvariantPlan { class: planner::summation_class(c), split_k: e.split_k, measured: Vec::new() });
+            if (plan.class, plan.split_k) != (planner::summation_class(c), e.split_k) {
+                return Err(format!("invariant entries of N = {}, K = {} name two summation classes or splits: one shape sums in one order", e.n, e.k));
+            }
+            plan.measured.push((e.m_min, kernel));
+        }
+        for plan in t.invariant.values_mut() {
+            plan.measured.sort();
+        }
         if let Some(first) = unknown {
             // One report per table, however many entries it has.
             crate::log::config_error(format_args!("{source}: {} entries name kernels not in this build (the first: {first:?}); the planner decides for them", t.skipped));
@@ -510,6 +542,18 @@ impl Tuning {
         let w = self.row_floor.windows(2).find(|w| w[0].0 <= k && k <= w[1].0)?;
         let ((k0, t0), (k1, t1)) = (w[0], w[1]);
         Some(t0 + (t1 - t0) * (k - k0) as f64 / (k1 - k0) as f64)
+    }
+
+    /// The measured batch-invariant plan of `p`'s (dtype, N, K, bias) (`p` in
+    /// units), if the table has one.
+    pub fn invariant(&self, p: &Problem) -> Option<&InvariantPlan> {
+        self.invariant.get(&(p.dtype, p.n, p.k * p.dtype.per_unit(), p.has_bias()))
+    }
+
+    /// The (N, K in elements, bias) of every measured batch-invariant plan, in no
+    /// particular order (a shape planned in both 16-bit dtypes is listed twice).
+    pub fn invariant_shapes(&self) -> impl Iterator<Item = (u32, u32, bool)> + '_ {
+        self.invariant.keys().map(|&(_, n, k, bias)| (n, k, bias))
     }
 
     /// The K range (elements) `vendor_row_floor_us` holds over, if any.
@@ -710,6 +754,30 @@ mod tests {
             .collect()
     }
 
+    /// Measured batch-invariant plans parse into one class and split per shape
+    /// (looked up in units, listed in elements); two classes or splits for one
+    /// shape are a table error, not a silent pick.
+    #[test]
+    fn invariant_plans_hold_one_class_and_split_per_shape() {
+        // Two configs every sm_90 build compiles: one slice, and four K slices.
+        let cfg = |warps: &str| match warps {
+            "[1,4,1]" => r#"{"family":"splitk","tile_m":8,"tile_n":64,"tile_k":128,"stages":4,"warps":[1,4,1],"b_to_lds":true}"#,
+            _ => r#"{"family":"splitk","tile_m":8,"tile_n":16,"tile_k":128,"stages":8,"warps":[1,1,4],"b_to_lds":true,"cluster":true}"#,
+        };
+        let entry = |dtype: &str, k: u32, m: u32, warps: &str, split: u32| format!(r#"{{"dtype":"{dtype}","n":4096,"k":{k},"bias":true,"m_min":{m},"m_max":{m},"source":"measured","kernel":{},"split_k":{split}}}"#, cfg(warps));
+        let file = |e: &[String]| format!(r#"{{"schema":1,"arch":"sm90","entries":[],"invariant":[{}]}}"#, e.join(","));
+        let t = Tuning::parse(Arch::Sm90, &file(&[entry("bf16", 2048, 64, "[1,4,1]", 2), entry("bf16", 2048, 1, "[1,4,1]", 2)]), "test").unwrap();
+        let plan = t.invariant(&Problem::packed(DType::Bf16, 7, 4096, 2048, true)).unwrap();
+        assert_eq!((plan.class, plan.split_k), ((schema::Family::Splitk, 0, 1), 2));
+        assert_eq!(plan.measured.iter().map(|&(m, _)| m).collect::<Vec<_>>(), [1, 64]);
+        assert!(t.invariant(&Problem::packed(DType::Bf16, 7, 4096, 2048, false)).is_none());
+        assert!(t.invariant(&Problem::packed(DType::F16, 7, 4096, 2048, true)).is_none());
+        assert_eq!(t.invariant_shapes().collect::<Vec<_>>(), [(4096, 2048, true)]);
+        // Another split, or another class (K slices), for the same shape.
+        assert!(Tuning::parse(Arch::Sm90, &file(&[entry("bf16", 2048, 1, "[1,4,1]", 2), entry("bf16", 2048, 8, "[1,4,1]", 3)]), "test").is_err());
+        assert!(Tuning::parse(Arch::Sm90, &file(&[entry("bf16", 2048, 1, "[1,4,1]", 2), entry("bf16", 2048, 8, "[1,1,4]", 2)]), "test").is_err());
+    }
+
     /// Every `tuning/<arch>-*.json` build.rs compiles in is one the library can load
     /// (its no-PDL table or a variant's), and every embedded variant is on disk.
     #[test]
@@ -735,14 +803,14 @@ mod tests {
         }
     }
 
-    /// A device whose name contains a variant's pattern reads the variant's tables
-    /// (both kinds), any other the arch's; the main tables name no devices, every
-    /// variant's do, and all of them parse whole and measured.
     /// A suite of the table sees every measured entry that runs a kernel, once, and
     /// neither forwards nor model entries.
     #[test]
     fn measured_runs_are_the_measured_kernel_entries() {
-        for (arch, file) in files() {
+        for (arch, mut file) in files() {
+            // The variants' batch-invariant plans are their devices' own: merged, one
+            // shape could name two.
+            file.invariant.clear();
             let t = Tuning::parse(arch, &serde_json::to_string(&file).unwrap(), "test").unwrap();
             let mut want: Vec<_> = file.entries.iter().filter(|e| e.kernel.is_some() && e.source.starts_with("measured")).map(|e| (e.dtype, e.n, e.k, e.bias, e.m_min)).collect();
             let mut got: Vec<_> = t.measured_runs().collect();
@@ -753,6 +821,9 @@ mod tests {
         }
     }
 
+    /// A device whose name contains a variant's pattern reads the variant's tables
+    /// (both kinds), any other the arch's; the main tables name no devices, every
+    /// variant's do, and all of them parse whole and measured.
     #[test]
     fn devices_pick_their_variant() {
         assert_eq!(variant_for(Arch::Sm90, "NVIDIA H200").map(|v| v.name), Some("h200"));

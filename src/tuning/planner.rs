@@ -293,16 +293,78 @@ pub const INVARIANT_MS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 /// operand staging and the combine's kind never do: the kernels of one class
 /// compute a row to the same bits at one split (measured over every sm_90 kernel
 /// by `skinnylt check --summation-classes`).
-pub fn summation_class(c: &KernelConfig) -> (super::schema::Family, u32, u32) {
+pub fn summation_class(c: &KernelConfig) -> SummationClass {
     let slices = c.warps[2];
     (c.family, if slices == 1 { 0 } else { c.tile_k }, slices)
 }
+
+/// A summation class: family, and K block and slices where a CTA's waves slice its
+/// K block (`summation_class`).
+pub type SummationClass = (super::schema::Family, u32, u32);
 
 /// The splits batch-invariant planning considers: K in units of
 /// `INVARIANT_K_UNIT` k, at least `MIN_BLOCKS` units per split.
 pub fn invariant_splits(p: &Problem) -> impl Iterator<Item = u32> + use<> {
     let units = p.k.div_ceil(crate::kernels::params::INVARIANT_K_UNIT);
     SPLITS.into_iter().filter(move |&s| s == 1 || units / s >= MIN_BLOCKS)
+}
+
+/// The kernels batch-invariant planning weighs for one (dtype, N, K): those of the
+/// dtype the model plans, and the split each must keep at every M.
+pub struct InvariantCatalog<'a, F> {
+    model: &'a CostModel,
+    dev: &'a Device,
+    members: Vec<(usize, &'a KernelConfig)>,
+    /// `fits(kernel, s)`: the launch plan keeps split `s` at the largest M
+    /// (partials capacity, counters).
+    fits: F,
+}
+
+impl<'a, F: Fn(usize, u32) -> bool> InvariantCatalog<'a, F> {
+    pub fn new(model: &'a CostModel, dev: &'a Device, catalog: &[(usize, DType, &'a KernelConfig)], dtype: DType, fits: F) -> Self {
+        let members = catalog.iter().filter(|(_, d, c)| *d == dtype && dev.facts.planned(*d, c)).map(|&(i, _, c)| (i, c)).collect();
+        InvariantCatalog { model, dev, members, fits }
+    }
+
+    /// Every class some member belongs to, sorted.
+    pub fn classes(&self) -> Vec<SummationClass> {
+        let mut classes: Vec<SummationClass> = self.members.iter().map(|(_, c)| summation_class(c)).collect();
+        classes.sort();
+        classes.dedup();
+        classes
+    }
+
+    /// The class's fastest predicted kernel at split `s` for `q`, and its time.
+    pub fn fastest(&self, class: SummationClass, s: u32, q: &Problem) -> Option<(f64, usize)> {
+        self.members
+            .iter()
+            .filter(|(i, c)| summation_class(c) == class && (self.fits)(*i, s))
+            .filter_map(|&(i, c)| Some((self.model.predict(self.dev, c, s, q)?, i)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// Whether `kernel` is a member of `class` that keeps split `s`.
+    pub fn holds(&self, class: SummationClass, s: u32, kernel: usize) -> bool {
+        self.members.iter().any(|&(i, c)| i == kernel && summation_class(c) == class) && (self.fits)(kernel, s)
+    }
+
+    /// Σ ln(time / reference) over `ms` for the pair (class, split `s`) of `p`'s
+    /// (dtype, N, K): at each M, `time(m)` where it gives one (a measured time, or 0
+    /// where the pair holds a measured winner and so loses nothing), else the class's
+    /// fastest predicted time; `None` where some M has neither.
+    pub fn loss(&self, p: &Problem, class: SummationClass, s: u32, ms: &[(u32, f64)], time: impl Fn(u32) -> Option<f64>) -> Option<f64> {
+        let mut loss = 0.0;
+        for &(m, reference) in ms {
+            let t = match time(m) {
+                Some(t) => t,
+                None => self.fastest(class, s, &Problem { m, ..*p })?.0,
+            };
+            if t > 0.0 {
+                loss += (t / reference).ln();
+            }
+        }
+        Some(loss)
+    }
 }
 
 /// Batch-invariant planning for `p`: one summation class and one split for every
@@ -316,6 +378,8 @@ pub fn invariant_splits(p: &Problem) -> impl Iterator<Item = u32> + use<> {
 /// H100's public grid: docs/design.md, section 3.4.) At `p.m` the measured winner runs if the
 /// pair holds it, else the class's fastest predicted kernel. `fits(kernel, s)`:
 /// the launch plan keeps split `s` at the largest M (partials capacity, counters).
+/// A table's measured batch-invariant plan for the shape (`Tuning::invariant`)
+/// takes precedence over this (`engine::plan`).
 pub fn invariant_best(
     model: &CostModel,
     dev: &Device,
@@ -324,57 +388,29 @@ pub fn invariant_best(
     fits: impl Fn(usize, u32) -> bool,
     measured: impl Fn(u32) -> Option<(usize, u32)>,
 ) -> Option<Choice> {
-    type Class = (super::schema::Family, u32, u32);
-    /// A measured winner: its class, split and kernel.
-    type Won = Option<(Class, u32, usize)>;
     let at = |m: u32| Problem { m, ..*p };
-    let config = |kernel: usize| catalog.iter().find(|(i, _, _)| *i == kernel).map(|&(_, _, c)| c);
-    // Per M: the model's best time, and the measured winner as (class, split, kernel).
-    let mut reference: Vec<(f64, Won)> = Vec::with_capacity(INVARIANT_MS.len());
+    let kernels = InvariantCatalog::new(model, dev, catalog, p.dtype, fits);
+    // Per M: the model's best time, and the measured winner (kernel, split).
+    let mut reference: Vec<(u32, f64)> = Vec::with_capacity(INVARIANT_MS.len());
     for &m in &INVARIANT_MS {
-        let won = measured(m).and_then(|(k, s)| Some((summation_class(config(k)?), s, k)));
-        reference.push((best(model, dev, catalog.iter().copied(), &at(m), |_, s| s)?.1, won));
+        reference.push((m, best(model, dev, catalog.iter().copied(), &at(m), |_, s| s)?.1));
     }
-    let members: Vec<(usize, &KernelConfig)> = catalog.iter().filter(|(_, d, c)| *d == p.dtype && dev.facts.planned(*d, c)).map(|&(i, _, c)| (i, c)).collect();
-    let mut classes: Vec<Class> = members.iter().map(|(_, c)| summation_class(c)).collect();
-    classes.sort();
-    classes.dedup();
-    // The class's fastest kernel at split `s` for problem `q`, and its time.
-    let fastest = |class, s: u32, q: &Problem| {
-        members
-            .iter()
-            .filter(|(i, c)| summation_class(c) == class && fits(*i, s))
-            .filter_map(|&(i, c)| Some((model.predict(dev, c, s, q)?, i)))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-    };
-    let holds = |class: Class, s: u32, w: Won| w.filter(|&(wc, ws, k)| wc == class && ws == s && fits(k, s));
+    let held = |class, s, m: u32| measured(m).filter(|&(k, ws)| ws == s && kernels.holds(class, s, k));
     // (loss, measured winners not held): the least loss, then the most winners.
-    let mut pick: Option<((f64, usize), Class, u32)> = None;
-    for &class in &classes {
+    let mut pick: Option<((f64, usize), SummationClass, u32)> = None;
+    for class in kernels.classes() {
         for s in invariant_splits(p) {
-            let (mut loss, mut missed) = (0.0, 0);
-            for (&m, &(r, won)) in INVARIANT_MS.iter().zip(&reference) {
-                if holds(class, s, won).is_some() {
-                    continue;
-                }
-                missed += won.is_some() as usize;
-                match fastest(class, s, &at(m)) {
-                    Some((t, _)) => loss += (t / r).ln(),
-                    None => {
-                        loss = f64::INFINITY;
-                        break;
-                    }
-                }
-            }
-            if loss.is_finite() && pick.is_none_or(|(l, _, _)| (loss, missed) < l) {
+            let Some(loss) = kernels.loss(p, class, s, &reference, |m| held(class, s, m).map(|_| 0.0)) else { continue };
+            let missed = INVARIANT_MS.iter().filter(|&&m| measured(m).is_some() && held(class, s, m).is_none()).count();
+            if pick.is_none_or(|(l, _, _)| (loss, missed) < l) {
                 pick = Some(((loss, missed), class, s));
             }
         }
     }
     let (_, class, s) = pick?;
-    let kernel = match holds(class, s, measured(p.m).and_then(|(k, ws)| Some((summation_class(config(k)?), ws, k)))) {
-        Some((_, _, k)) => k,
-        None => fastest(class, s, p)?.1,
+    let kernel = match held(class, s, p.m) {
+        Some((k, _)) => k,
+        None => kernels.fastest(class, s, p)?.1,
     };
     Some(Choice::Run { kernel, split_k: s })
 }

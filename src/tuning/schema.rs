@@ -446,6 +446,14 @@ pub struct TuningFile {
     /// (`Tuning::transfer`); absent: the transfer margin at every M.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub small_transfer: Option<SmallTransfer>,
+    /// Measured batch-invariant plans (`skinnylt fit --invariant`): for a (dtype, N,
+    /// K, bias), the summation class and split that lost least against the default
+    /// over the token counts measured, one entry per M it was measured at, naming
+    /// the class's fastest kernel there (its time in `us`, the default's, the faster
+    /// of the vendor and skinnylt, in `vendor_us`). Every entry of a shape has the
+    /// same split and kernels of one class (`planner::summation_class`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invariant: Vec<Entry>,
 }
 
 /// A 16-bit problem of at most `max_m` tokens borrows an anchor's choice where its
@@ -587,6 +595,7 @@ impl TuningFile {
         }
         self.entries.extend(other.entries);
         self.anchors.extend(other.anchors);
+        self.invariant.extend(other.invariant);
         Ok(())
     }
 }
@@ -613,7 +622,7 @@ pub struct FallbackSet {
 /// it has an fp8 form, `TargetFacts::vd_fp8`). Sorted, deduplicated.
 pub fn compiled_set(arch: &str, tuning: &TuningFile, fallback: &FallbackFile) -> Vec<(DType, KernelConfig)> {
     let mut set: Vec<(DType, KernelConfig)> =
-        tuning.entries.iter().chain(&tuning.anchors).filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
+        tuning.entries.iter().chain(&tuning.anchors).chain(&tuning.invariant).filter_map(|e| e.kernel.map(|k| (e.dtype, k))).collect();
     for s in fallback.sets.iter().filter(|s| s.arch == arch) {
         for c in &s.configs {
             for d in DType::ALL {

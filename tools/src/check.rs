@@ -76,6 +76,11 @@ pub struct Args {
     /// Run only the fp8 cases (part of the full suite on an arch with fp8 kernels).
     #[arg(long)]
     pub fp8: bool,
+    /// Run only the batch-invariance cases (part of the full suite): the public
+    /// grid's (N, K), every shape of the table's measured batch-invariant plans with
+    /// `--tuning shipped`, and random shapes.
+    #[arg(long = "batch-invariance")]
+    pub batch_invariance: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -155,6 +160,10 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
         return s.finish(a);
     }
 
+    if a.batch_invariance {
+        s.invariance_group(a, dev.table(dev.pdl()))?;
+        return s.finish(a);
+    }
     let fp8 = skinnylt::tuning::schema::target(dev.arch.name()).and_then(|t| t.fp8);
     if a.fp8 {
         let fp8 = fp8.ok_or(format!("{} has no fp8 kernels", dev.arch.name()))?;
@@ -188,13 +197,7 @@ fn suite(cu: &Gpu, a: &Args) -> Result<i32, String> {
     }
 
     // ---- batch invariance: every row's bits independent of M and of its place ----
-    let t0 = Instant::now();
-    let shapes = invariance_shapes(&mut s.rng, a.limit.unwrap_or(usize::MAX));
-    for (i, &(n, k, bias)) in shapes.iter().enumerate() {
-        s.batch_invariance(DType::ALL[i % 2], n, k, bias, true)?;
-    }
-    s.batch_invariance(DType::Bf16, 2880, 2880, true, false)?;
-    println!("batch invariance: {} shapes x M = 1..{INVARIANT_ROWS} in {:.0} s", shapes.len(), t0.elapsed().as_secs_f64());
+    s.invariance_group(a, dev.table(dev.pdl()))?;
 
     // ---- determinism, graphs, streams on split-K shapes ----
     let split_shapes = SPLIT_CASES;
@@ -247,9 +250,16 @@ const INVARIANT_ROWS: usize = 128;
 
 /// Every (N, K, bias) of the public grid (its first `limit` shapes), and six random
 /// odd ones.
-fn invariance_shapes(r: &mut Rng, limit: usize) -> Vec<(usize, usize, bool)> {
+fn invariance_shapes(r: &mut Rng, limit: usize, table: Option<&skinnylt::tuning::Tuning>) -> Vec<(usize, usize, bool)> {
     let mut v: Vec<_> = grid::public().iter().take(limit).map(|sh| (sh.n as usize, sh.k as usize, sh.bias)).collect();
     v.dedup();
+    // The table's measured plans (16-bit; K in elements), beyond the grid's.
+    if let Some(t) = table.filter(|_| limit == usize::MAX) {
+        let mut planned: Vec<_> = t.invariant_shapes().map(|(n, k, bias)| (n as usize, k as usize, bias)).filter(|s| !v.contains(s)).collect();
+        planned.sort();
+        planned.dedup();
+        v.extend(planned);
+    }
     for i in 0..6 {
         v.push((1 + r.below(6000) as usize, 8 * (1 + r.below(1200) as usize), i % 2 == 0));
     }
@@ -885,6 +895,20 @@ impl<'a> Suite<'a> {
             .heuristic_then_matmul(&l, scalars, (ops.dw.1, ops.dx.1, ops.dy.1, ops.dy.1), (self.ws.1, self.ws_bytes), m * n)
             .and_then(|y| check_fp8_output(out, m, n, &y, &want).map(|e| format!("rel_err={e:.3e}")));
         self.record(name, res);
+        Ok(())
+    }
+
+    /// The batch-invariance group: every shape of `invariance_shapes` (the table's
+    /// measured plans with `--tuning shipped`), in both 16-bit dtypes in turn, and
+    /// the control.
+    fn invariance_group(&mut self, a: &Args, table: &skinnylt::tuning::Tuning) -> Result<(), String> {
+        let t0 = Instant::now();
+        let shapes = invariance_shapes(&mut self.rng, a.limit.unwrap_or(usize::MAX), (a.tuning == "shipped").then_some(table));
+        for (i, &(n, k, bias)) in shapes.iter().enumerate() {
+            self.batch_invariance(DType::ALL[i % 2], n, k, bias, true)?;
+        }
+        self.batch_invariance(DType::Bf16, 2880, 2880, true, false)?;
+        println!("batch invariance: {} shapes x M = 1..{INVARIANT_ROWS} in {:.0} s", shapes.len(), t0.elapsed().as_secs_f64());
         Ok(())
     }
 

@@ -65,6 +65,19 @@ pub struct Args {
     /// another dtype or token count added to a table whose planner stays.
     #[arg(long = "anchors-only", requires = "files", conflicts_with_all = ["score", "keep_anchors", "cross_validate", "token_rows"])]
     pub anchors_only: bool,
+    /// Fit no constant: calibrate, under the table's constants as they are, the
+    /// kernels and token-tile counts its planner has no calibration for (kernels
+    /// added since its fit), from these measurements; every other entry, and the
+    /// anchors, kept. Without an entry the planner never plans a kernel.
+    #[arg(long = "add-calibration", requires = "files", conflicts_with_all = ["score", "keep_anchors", "cross_validate", "token_rows", "anchors_only"])]
+    pub add_calibration: bool,
+    /// Fit nothing: write measured batch-invariant plans (the table's `invariant`
+    /// section) for the 16-bit shapes these files measure, where a summation class
+    /// and split lose at least `INVARIANT_GAIN` less than the planner's own pair
+    /// against the default (measured times where measured, the model's elsewhere);
+    /// the planner, entries and anchors kept.
+    #[arg(long = "invariant", requires = "files", conflicts_with_all = ["score", "keep_anchors", "cross_validate", "token_rows", "anchors_only", "add_calibration"])]
+    pub invariant: bool,
 }
 
 pub fn run(a: &Args) -> i32 {
@@ -133,6 +146,22 @@ fn fit(a: &Args) -> Result<(), String> {
     }
     let facts = target(arch.name()).ok_or("no target facts")?;
     let dev = Device { units: a.units.unwrap_or(arch.default_units()), facts };
+    if a.invariant {
+        file.invariant = invariant_plans(&file, arch, &dev, &samples, &vendor)?;
+        write_table(&a.out, &file)?;
+        println!("{} batch-invariant plan entries written to {} (planner, entries and anchors as they were)", file.invariant.len(), a.out);
+        return Ok(());
+    }
+    if a.add_calibration {
+        let model = file.planner.as_mut().ok_or_else(|| format!("{} has no planner constants to calibrate under", a.out))?;
+        let added = add_calibration(model, &dev, &samples);
+        for c in &added {
+            println!("calibrated {:?} at {} token tile(s): excess {:.2}, slow end {:.2}, {} measurements", c.kernel, c.token_tiles, c.excess, c.excess_high, c.samples);
+        }
+        write_table(&a.out, &file)?;
+        println!("{} calibration entries added to {} (constants, other entries and anchors as they were)", added.len(), a.out);
+        return Ok(());
+    }
     if a.score {
         let model = file.planner.ok_or_else(|| format!("{} has no planner constants to score", a.out))?;
         let measured = problems(&samples, &vendor);
@@ -291,6 +320,125 @@ fn calibrate(model: &CostModel, dev: &Device, samples: &[Sample]) -> Vec<Calibra
     // A stable order, so that a refit changes the file only where a number moved.
     out.sort_by_key(|c| (format!("{:?}", c.kernel), c.token_tiles));
     out
+}
+
+/// Adds to `model` the calibration of every (kernel, token-tile count) that
+/// `samples` measure and it lacks, under its constants and floor as they are;
+/// returns the entries added. Existing entries are never touched, so decisions
+/// the planner made before only change where a newly calibrated kernel now
+/// competes.
+fn add_calibration(model: &mut CostModel, dev: &Device, samples: &[Sample]) -> Vec<Calibration> {
+    let have: HashSet<(KernelConfig, u32)> = model.calibration.iter().map(|c| (c.kernel, c.token_tiles)).collect();
+    let added: Vec<Calibration> = calibrate(model, dev, samples).into_iter().filter(|c| !have.contains(&(c.kernel, c.token_tiles))).collect();
+    model.calibration.extend(added.iter().copied());
+    model.calibration.sort_by_key(|c| (format!("{:?}", c.kernel), c.token_tiles));
+    added
+}
+
+/// The least geometric-mean gain (over the token counts weighed) for which a
+/// measured batch-invariant plan replaces the planner's own pair.
+const INVARIANT_GAIN: f64 = 1.01;
+
+/// Measured batch-invariant plans (`TuningFile::invariant`) for the 16-bit shapes
+/// `samples` measure: per (dtype, N, K, bias), the (summation class, split) whose
+/// loss against the default, summed over `planner::INVARIANT_MS` and the token
+/// counts measured, is least, where it beats the planner's own pair (what
+/// `engine::choose` runs without these plans) by `INVARIANT_GAIN` in geometric
+/// mean. At a measured M a pair's time is its fastest measured kernel's and the
+/// default is the faster of the vendor and the fastest candidate; elsewhere both
+/// are the model's (`InvariantCatalog::loss`). One entry per M where the pair was
+/// measured, bf16 mirrored to f16.
+fn invariant_plans(file: &TuningFile, arch: Arch, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) -> Result<Vec<Entry>, String> {
+    use skinnylt::engine::{self, Target};
+    use skinnylt::tuning::planner::{INVARIANT_MS, InvariantCatalog, SummationClass, best, invariant_splits, summation_class};
+    let model = file.planner.as_ref().ok_or("the table has no planner constants to plan with")?;
+    let without = TuningFile { invariant: Vec::new(), ..file.clone() };
+    let table = Tuning::parse(arch, &serde_json::to_string(&without).map_err(|e| e.to_string())?, "fit").map_err(|e| format!("the table: {e}"))?;
+    let backend = if arch == Arch::Sm90 { skinnylt::gpu::Backend::Cuda } else { skinnylt::gpu::Backend::Hip };
+    let target = Target { arch, backend, units: dev.units, partial_capacity: engine::lane_bytes(&skinnylt::config::Config::from_lookup(|_| None)) };
+    let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);
+    let all = kernels::for_arch(arch).kernels;
+    let catalog: Vec<_> = all.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config)).collect();
+    let mut groups: HashMap<(DType, u32, u32, bool), Vec<Measured>> = HashMap::new();
+    for pr in problems(samples, vendor).into_iter().filter(|pr| !pr.p.dtype.is_fp8()) {
+        groups.entry((pr.p.dtype, pr.p.n, pr.p.k, pr.p.has_bias())).or_default().push(pr);
+    }
+    let mut keys: Vec<_> = groups.keys().copied().collect();
+    keys.sort();
+    let (mut out, mut logs) = (Vec::new(), (Vec::new(), Vec::new()));
+    for key in keys {
+        let group = &groups[&key];
+        let p = Problem { batch_invariant: true, ..group[0].p };
+        let largest = Problem { m: *INVARIANT_MS.last().unwrap(), ..p };
+        let fits = |k: usize, s: u32| engine::plan(&target, Choice::Run { kernel: k, split_k: s }, &largest).is_ok_and(|pl| pl.split_k == s);
+        let kernels = InvariantCatalog::new(model, dev, &catalog, p.dtype, fits);
+        let measured = |m: u32| group.iter().find(|pr| pr.p.m == m);
+        // The token counts weighed and the default's time at each.
+        let mut ms: Vec<u32> = INVARIANT_MS.iter().copied().chain(group.iter().map(|pr| pr.p.m)).collect();
+        ms.sort();
+        ms.dedup();
+        let mut reference = Vec::with_capacity(ms.len());
+        for &m in &ms {
+            let r = match measured(m) {
+                Some(pr) => pr.candidates.iter().map(|c| c.us).fold(pr.vendor_us, f64::min),
+                None => best(model, dev, catalog.iter().copied(), &Problem { m, ..p }, |_, s| s).ok_or("no kernel the model plans")?.1,
+            };
+            reference.push((m, r));
+        }
+        // The pair's fastest measured kernel at M: (config, µs).
+        let fastest_measured = |class: SummationClass, s: u32, m: u32| {
+            measured(m)?
+                .candidates
+                .iter()
+                .filter(|c| c.split == s && summation_class(&c.c) == class && kernels::index_of(arch, p.dtype, &c.c).is_some_and(|k| fits(k, s)))
+                .min_by(|x, y| x.us.total_cmp(&y.us))
+        };
+        let loss = |class, s| kernels.loss(&p, class, s, &reference, |m| fastest_measured(class, s, m).map(|c| c.us));
+        let Ok(Choice::Run { kernel, split_k }) = engine::choose(&table, &fallback, &target, &Problem { m: 1, ..p }, false) else { continue };
+        let own = (summation_class(&all[kernel].config), split_k);
+        let Some(own_loss) = loss(own.0, own.1) else { continue };
+        let mut pick = (own_loss, own);
+        for class in kernels.classes() {
+            for s in invariant_splits(&p) {
+                if let Some(l) = loss(class, s).filter(|&l| l < pick.0) {
+                    pick = (l, (class, s));
+                }
+            }
+        }
+        let n = ms.len() as f64;
+        logs.0.push(own_loss / n);
+        if pick.1 == own || own_loss - pick.0 < n * INVARIANT_GAIN.ln() {
+            logs.1.push(own_loss / n);
+            continue;
+        }
+        logs.1.push(pick.0 / n);
+        let (class, s) = pick.1;
+        println!("N = {:5}, K = {:5}{}: class {class:?} at split {s} loses {:.3}x against the default, the planner's {:?} at split {} {:.3}x", key.1, key.2, if key.3 { " + bias" } else { "" }, (pick.0 / n).exp(), own.0, own.1, (own_loss / n).exp());
+        for pr in group {
+            let Some(c) = fastest_measured(class, s, pr.p.m) else { continue };
+            // bf16 plans mirrored to f16 (twin kernels, the same sums), unless f16 was measured itself.
+            let mirror = p.dtype == DType::Bf16 && !groups.contains_key(&(DType::F16, key.1, key.2, key.3)) && kernels::index_of(arch, DType::F16, &c.c).is_some();
+            for dtype in std::iter::once(p.dtype).chain(mirror.then_some(DType::F16)) {
+                out.push(Entry {
+                    dtype,
+                    n: key.1,
+                    k: key.2,
+                    bias: key.3,
+                    m_min: pr.p.m,
+                    m_max: pr.p.m,
+                    kernel: Some(c.c),
+                    split_k: s,
+                    source: "measured".into(),
+                    us: Some(c.us),
+                    vendor_us: Some(pr.vendor_us),
+                    scales: ScaleKind::Tensor,
+                });
+            }
+        }
+    }
+    let geo = |v: &[f64]| (v.iter().sum::<f64>() / v.len().max(1) as f64).exp();
+    println!("batch-invariant loss against the default over {} shapes (measured where measured, modelled elsewhere): the planner's pairs {:.3}x, with the measured plans {:.3}x", logs.0.len(), geo(&logs.0), geo(&logs.1));
+    Ok(out)
 }
 
 /// One measured problem: its candidates and the vendor's time.
@@ -518,7 +666,7 @@ fn transfer_scores(folds: usize, arch: Arch, all: &[Measured], fold_of: impl Fn(
     // Problems cuBLASLt takes this long on stream enough bytes that a borrowed
     // kernel's win is a few percent at most.
     const LONG_US: f64 = 10.0;
-    let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![], small_transfer: None };
+    let empty = TuningFile { schema: 1, arch: arch.name().into(), devices: vec![], provenance: Default::default(), planner: None, entries: vec![], anchors: vec![], small_transfer: None, invariant: vec![] };
     let mut scored: Vec<Scored> = Vec::new();
     // Each rule's problems below 0.97x.
     let mut losses: Vec<Vec<(Problem, f64, f64)>> = vec![Vec::new(); rules.len()];
@@ -914,6 +1062,8 @@ mod tests {
             score: false,
             keep_anchors: false,
             anchors_only: true,
+            add_calibration: false,
+            invariant: false,
         };
         assert_eq!(run(&args), 0);
         let after = read_table(&args.out).unwrap();
@@ -994,6 +1144,75 @@ mod tests {
         let s = &samples[2];
         assert!((calibrated.predict(&dev, &s.c, 1, &s.p).unwrap() / s.us - 1.0).abs() < 1e-9);
         assert!(calibrated.predict(&dev, &other, 1, &samples[6].p).is_none());
+    }
+
+    /// --add-calibration calibrates only what the planner lacks: a kernel it has
+    /// an entry for keeps its entry whatever the new measurements say, a kernel
+    /// without one gets the median of its measured excess.
+    #[test]
+    fn add_calibration_calibrates_only_what_the_planner_lacks() {
+        let dev = Device { units: 132, facts: target("sm90").unwrap() };
+        let shipped: TuningFile = serde_json::from_str(skinnylt::tuning::embedded(Arch::Sm90)).unwrap();
+        let mut model = shipped.planner.unwrap();
+        // A kernel added after the fit: its entries not there yet.
+        let new = KernelConfig { family: Family::Wgmma, tile_m: 128, tile_n: 64, tile_k: 64, stages: 8, warps: [1, 4, 1], b_to_lds: true, cluster: true, tma: true };
+        model.calibration.retain(|c| c.kernel != new);
+        let before = model.calibration.clone();
+        let known = before.iter().find(|c| c.token_tiles == 1).unwrap().kernel;
+        let sample = |c: KernelConfig, n: u32, excess: f64| {
+            let p = Problem::packed(DType::Bf16, c.tile_m, n, 4096, false);
+            let (t, floor) = (model.modelled(&dev, &c, 2, &p).unwrap(), model.calibration_floor_us(&p));
+            Sample { device: "test".into(), p, c, split: 2, us: floor + (t - floor) * excess }
+        };
+        let samples: Vec<Sample> = [1024, 2048, 4096].into_iter().flat_map(|n| [sample(known, n, 7.0), sample(new, n, 1.0 + n as f64 / 4096.0)]).collect();
+        let added = add_calibration(&mut model, &dev, &samples);
+        assert_eq!(added.len(), 1, "{added:?}");
+        assert_eq!((added[0].kernel, added[0].token_tiles, added[0].samples), (new, 1, 3));
+        assert!((added[0].excess - 1.5).abs() < 1e-9, "{}", added[0].excess);
+        assert_eq!(model.calibration.len(), before.len() + 1);
+        assert!(before.iter().all(|c| model.calibration.contains(c)), "an existing entry changed");
+    }
+
+    /// --invariant writes a measured plan where a pair measured faster than the
+    /// planner's own beats it by more than `INVARIANT_GAIN`: one entry per M it
+    /// was measured at, mirrored to f16; where the gain is smaller, none.
+    #[test]
+    fn invariant_plans_replace_the_planners_pair_only_where_measured_faster() {
+        use skinnylt::tuning::planner::{INVARIANT_MS, summation_class};
+        let dev = Device { units: 132, facts: target("sm90").unwrap() };
+        let mut file: TuningFile = serde_json::from_str(skinnylt::tuning::embedded(Arch::Sm90)).unwrap();
+        (file.entries, file.anchors, file.invariant) = (vec![], vec![], vec![]);
+        let table = Tuning::parse(Arch::Sm90, &serde_json::to_string(&file).unwrap(), "test").unwrap();
+        let target = skinnylt::engine::Target { arch: Arch::Sm90, backend: skinnylt::gpu::Backend::Cuda, units: 132, partial_capacity: skinnylt::engine::lane_bytes(&skinnylt::config::Config::from_lookup(|_| None)) };
+        let fallback = skinnylt::tuning::fallback::Fallback::for_arch(Arch::Sm90);
+        let all = kernels::for_arch(Arch::Sm90).kernels;
+        let splitk = KernelConfig { family: Family::Splitk, tile_m: 8, tile_n: 64, tile_k: 128, stages: 4, warps: [1, 4, 1], b_to_lds: true, cluster: false, tma: false };
+        let wgmma = KernelConfig { family: Family::Wgmma, tile_m: 16, tile_n: 64, tile_k: 64, stages: 8, warps: [1, 4, 1], b_to_lds: true, cluster: true, tma: true };
+        let (mut samples, mut vendor, mut faster) = (Vec::new(), Vec::new(), None);
+        // (N, K, the alternative's time against the planner's pair's 2 µs).
+        for (n, k, alternative_us) in [(2880, 2880, 1.0), (4096, 4096, 1.99)] {
+            let p = |m| Problem::packed(DType::Bf16, m, n, k, false);
+            let Ok(Choice::Run { kernel, split_k }) = skinnylt::engine::choose(&table, &fallback, &target, &Problem { batch_invariant: true, ..p(1) }, false) else { panic!() };
+            let own = all[kernel].config;
+            let other = if summation_class(&own) == summation_class(&wgmma) { splitk } else { wgmma };
+            faster.get_or_insert(other);
+            for m in INVARIANT_MS {
+                samples.push(Sample { device: "test".into(), p: p(m), c: own, split: split_k, us: 2.0 });
+                samples.push(Sample { device: "test".into(), p: p(m), c: other, split: 1, us: alternative_us });
+                vendor.push((p(m), 3.0));
+            }
+        }
+        let plans = invariant_plans(&file, Arch::Sm90, &dev, &samples, &vendor).unwrap();
+        assert_eq!(plans.len(), 2 * INVARIANT_MS.len(), "{plans:?}");
+        for (e, m) in plans.iter().zip(INVARIANT_MS.iter().flat_map(|&m| [m, m])) {
+            assert_eq!((e.n, e.k, e.m_min, e.m_max, e.split_k, e.us, e.vendor_us), (2880, 2880, m, m, 1, Some(1.0), Some(3.0)));
+            assert_eq!(e.kernel, faster);
+        }
+        assert_eq!(plans.iter().filter(|e| e.dtype == DType::F16).count(), INVARIANT_MS.len());
+        // The plans are a table the library takes.
+        let with = TuningFile { invariant: plans, ..file };
+        let t = Tuning::parse(Arch::Sm90, &serde_json::to_string(&with).unwrap(), "test").unwrap();
+        assert_eq!(t.invariant(&Problem::packed(DType::F16, 3, 2880, 2880, false)).map(|p| p.split_k), Some(1));
     }
 
     /// Calibration measures a kernel's excess above the fastest stream measured,

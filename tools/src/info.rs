@@ -96,6 +96,17 @@ fn row_floor(t: &skinnylt::tuning::Tuning) -> String {
     }
 }
 
+/// What a table's measured batch-invariant plans add: nothing without them.
+fn invariant(t: &skinnylt::tuning::Tuning) -> String {
+    let mut shapes: Vec<(u32, u32, bool)> = t.invariant_shapes().collect();
+    shapes.sort();
+    shapes.dedup();
+    if shapes.is_empty() {
+        return String::new();
+    }
+    format!("; batch-invariant calls of {} measured (N, K) run the summation class and split measured to lose least against the default; other shapes, the planner's pair", shapes.len())
+}
+
 /// How each arch's shipped table routes: measured entries or a model's, and the
 /// planner that decides for every shape or token count the table does not hold at.
 fn routing() {
@@ -120,7 +131,7 @@ fn routing() {
             ),
             None => "no planner constants: with a real hipBLASLt unlisted shapes are forwarded".to_owned(),
         };
-        println!("  {:<7} {} entries, {entries}; {}{planner}{}", arch.name(), t.entries, transfer(&t), row_floor(&t));
+        println!("  {:<7} {} entries, {entries}; {}{planner}{}{}", arch.name(), t.entries, transfer(&t), row_floor(&t), invariant(&t));
     }
 }
 
@@ -129,6 +140,16 @@ mod tests {
     use super::*;
     use skinnylt::gpu::Arch;
     use skinnylt::tuning::{Tuning, embedded};
+
+    /// The H100's table names its measured batch-invariant plans; the AMD tables,
+    /// which have none, say nothing of them.
+    #[test]
+    fn routing_names_measured_invariant_plans_where_a_table_has_them() {
+        let sm90 = Tuning::parse(Arch::Sm90, embedded(Arch::Sm90), "embedded").unwrap();
+        assert!(sm90.invariant_shapes().next().is_some());
+        assert!(invariant(&sm90).contains("measured (N, K)"), "{}", invariant(&sm90));
+        assert_eq!(invariant(&Tuning::parse(Arch::Gfx942, embedded(Arch::Gfx942), "embedded").unwrap()), "");
+    }
 
     /// The H100's table says how it transfers, with its anchors counted per dtype;
     /// the model-only AMD tables, which have none, say nothing of it.

@@ -71,14 +71,15 @@ fn without_entries(text: &str, keep_planner: bool) -> Result<String, String> {
     let mut file: skinnylt::tuning::schema::TuningFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
     file.entries.clear();
     file.anchors.clear();
+    file.invariant.clear();
     if !keep_planner {
         file.planner = None;
     }
     Ok(serde_json::to_string(&file).expect("a table serialises"))
 }
 
-/// Writes into `dir` every table a device may read, without entries or anchors
-/// (and without planner constants unless `keep_planner`): each from the first of
+/// Writes into `dir` every table a device may read, without entries, anchors or
+/// measured batch-invariant plans (and without planner constants unless `keep_planner`): each from the first of
 /// `searched` that holds a table of that name, else as shipped. A table there that
 /// does not read or parse is reported, and the shipped one used (as the library
 /// would).

@@ -115,7 +115,7 @@ pub fn run(a: &Args) -> i32 {
         _ => Tuning::load(&cfg, arch, &a.device),
     };
     let target = Target { arch, backend: backend(arch), units: arch.default_units(), partial_capacity: engine::lane_bytes(&cfg) };
-    let decisions: Vec<Decision> = shapes.iter().map(|s| decide(&table, &target, s, dtype, scales)).collect();
+    let decisions: Vec<Decision> = shapes.iter().map(|s| decide(&table, &target, s, dtype, scales, cfg.batch_invariant)).collect();
     let mut json = match a.json.as_deref().map(std::fs::File::create).transpose() {
         Ok(f) => f.map(std::io::BufWriter::new),
         Err(e) => {
@@ -129,12 +129,13 @@ pub fn run(a: &Args) -> i32 {
         _ => "",
     };
     println!(
-        "{} on {} ({} {}), {} routing{pdl}, {}",
+        "{} on {} ({} {}), {} routing{pdl}{}, {}",
         dtype.name(),
         arch.name(),
         target.units,
         target.backend.unit_name(),
         if a.routing == Routing::Planner { "planner-only" } else { "deployment" },
+        if cfg.batch_invariant { ", batch-invariant (SKINNYLT_BATCH_INVARIANT)" } else { "" },
         table.source
     );
     println!("{:<10} {:>4} {:>6} {:>6} {:<4} {:>8} {:>8} {:>6}  {:<10} deployed / standalone", "group", "M", "N", "K", "bias", "pred µs", "vendor", "x", "rule");
@@ -178,9 +179,10 @@ fn backend(arch: Arch) -> Backend {
     if arch == Arch::Sm90 { Backend::Cuda } else { Backend::Hip }
 }
 
-/// How routing decides `s` on `t` with `table`, deployed and standalone.
-pub fn decide(table: &Tuning, t: &Target, s: &Shape, dtype: DType, scales: ScaleKind) -> Decision {
-    let mut p = Problem::packed(dtype, s.m, s.n, s.k, s.bias);
+/// How routing decides `s` on `t` with `table`, deployed and standalone; as a
+/// batch-invariant call (`SKINNYLT_BATCH_INVARIANT`) where `invariant`.
+pub fn decide(table: &Tuning, t: &Target, s: &Shape, dtype: DType, scales: ScaleKind, invariant: bool) -> Decision {
+    let mut p = Problem { batch_invariant: invariant, ..Problem::packed(dtype, s.m, s.n, s.k, s.bias) };
     if dtype.is_fp8() {
         // Placeholder scale pointers, vectors on both sides per row (as `bench` calls).
         (p.a_scale, p.b_scale) = (0x200, 0x300);
@@ -276,7 +278,7 @@ mod tests {
         let cat = kernels::for_arch(Arch::Sm90).kernels;
         let shapes = [shape(1, 64, 7168, false), shape(12, 896, 5120, true), shape(5, 5120, 512, false), shape(100, 5376, 2688, false), shape(3, 4096, 4096, false)];
         for s in &shapes {
-            let d = decide(&table, &t, s, DType::Bf16, ScaleKind::Tensor);
+            let d = decide(&table, &t, s, DType::Bf16, ScaleKind::Tensor, false);
             let p = Problem::packed(DType::Bf16, s.m, s.n, s.k, s.bias).unit_view();
             let (want, rule) = engine::explain(&table, &fb, &t, &p, true);
             assert_eq!(rule.name(), d.rule, "{s:?}");
@@ -290,7 +292,13 @@ mod tests {
             assert!(d.vendor_us.is_some_and(|v| v > 0.0) && d.margin.is_some_and(|m| m >= 1.0));
         }
         // A grid shape the H100 table measured runs by its band.
-        assert_eq!(decide(&table, &t, &shape(1, 64, 7168, false), DType::Bf16, ScaleKind::Tensor).rule, "table");
+        assert_eq!(decide(&table, &t, &shape(1, 64, 7168, false), DType::Bf16, ScaleKind::Tensor, false).rule, "table");
+        // Batch-invariant, the same shape is planned for one summation order and
+        // never forwards, as the library routes it.
+        let invariant = decide(&table, &t, &shape(128, 2880, 4096, false), DType::Bf16, ScaleKind::Tensor, true);
+        let p = Problem { batch_invariant: true, ..Problem::packed(DType::Bf16, 128, 2880, 4096, false) };
+        let pl = engine::plan(&t, engine::choose(&table, &fb, &t, &p, true).unwrap(), &p).unwrap();
+        assert_eq!((invariant.rule, invariant.deployed), ("batch-invariant", format!("{}@{}", cat[pl.kernel].name, pl.split_k)));
     }
 
     /// A planner decision's numbers are the ones it was judged by: it runs exactly
@@ -302,7 +310,7 @@ mod tests {
         let t = h100();
         let mut seen = (0, 0);
         for (m, n, k) in [(5, 5120, 512), (12, 1536, 5120), (48, 5120, 2240), (100, 1024, 5376), (24, 6912, 5120), (1, 5120, 640)] {
-            let d = decide(&table, &t, &shape(m, n, k, false), DType::Bf16, ScaleKind::Tensor);
+            let d = decide(&table, &t, &shape(m, n, k, false), DType::Bf16, ScaleKind::Tensor, false);
             if d.rule != "planner" {
                 continue;
             }
@@ -322,12 +330,12 @@ mod tests {
         let table = Tuning::parse(Arch::Gfx942, embedded(Arch::Gfx942), "embedded").unwrap();
         let t = Target { arch: Arch::Gfx942, backend: Backend::Hip, units: 304, partial_capacity: 4 << 20 };
         for s in [shape(1, 64, 7168, false), shape(8, 2880, 2880, true), shape(32, 5120, 5120, false)] {
-            let d = decide(&table, &t, &s, DType::Bf16, ScaleKind::Tensor);
+            let d = decide(&table, &t, &s, DType::Bf16, ScaleKind::Tensor, false);
             assert_eq!(d.rule, "planner", "{d:?}");
             assert!(d.margin.unwrap() >= 1.3, "{d:?}");
             assert!(d.standalone.starts_with("skinnylt_"), "{d:?}");
         }
-        let d = decide(&table, &t, &shape(1, 64, 7168, false), DType::E4m3, ScaleKind::Tensor);
+        let d = decide(&table, &t, &shape(1, 64, 7168, false), DType::E4m3, ScaleKind::Tensor, false);
         assert!(d.deployed != "forward" || d.forward_reason.is_some());
         assert!(d.standalone.starts_with("none"), "{d:?}");
     }
@@ -338,7 +346,7 @@ mod tests {
         let t = h100();
         let ds: Vec<Decision> = [shape(1, 64, 7168, false), shape(128, 1024, 7168, false), shape(48, 5120, 3456, false)]
             .iter()
-            .map(|s| decide(&table, &t, s, DType::Bf16, ScaleKind::Tensor))
+            .map(|s| decide(&table, &t, s, DType::Bf16, ScaleKind::Tensor, false))
             .collect();
         let s = summary(&ds);
         assert!(s.starts_with("3 problems with a vendor library present: 1 run (table 1), 2 forwarded ("), "{s}");

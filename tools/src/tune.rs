@@ -157,6 +157,7 @@ fn resume(out: &str, dev: &Device) -> Result<TuningFile, String> {
             anchors: vec![],
             // Chosen by `fit --cross-validate` on the device's own measurements.
             small_transfer: None,
+            invariant: vec![],
         });
     // Resuming another arch's file would skip its shapes and mix the two.
     if file.arch != arch.name() {
@@ -650,6 +651,7 @@ fn model(arch_name: &str, a: &Args) -> Result<(), String> {
         entries,
         anchors: vec![],
         small_transfer: None,
+        invariant: vec![],
     };
     let out = out_path(a, arch, None, true);
     write_file(&out, &file)?;
