@@ -1334,3 +1334,28 @@ impl<'a> Chain<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With the shipped table, the invariance group covers every shape of its
+    /// measured batch-invariant plans beside the grid's (N, K), once each; without
+    /// it (the fallback suite), the grid's and the random ones only.
+    #[test]
+    fn invariance_shapes_cover_the_tables_plans() {
+        let table = skinnylt::tuning::Tuning::parse(skinnylt::gpu::Arch::Sm90, skinnylt::tuning::embedded(skinnylt::gpu::Arch::Sm90), "embedded").unwrap();
+        let plain = invariance_shapes(&mut Rng(7), usize::MAX, None);
+        let with = invariance_shapes(&mut Rng(7), usize::MAX, Some(&table));
+        let planned: std::collections::BTreeSet<_> = table.invariant_shapes().map(|(n, k, b)| (n as usize, k as usize, b)).collect();
+        assert!(!planned.is_empty());
+        assert!(planned.iter().all(|s| with.contains(s)), "a planned shape is not checked");
+        let mut unique = with.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), with.len(), "a shape is checked twice");
+        assert!(with.len() > plain.len() && plain.iter().all(|s| with.contains(s)));
+        // --limit (a quick look) keeps to the grid's first shapes.
+        assert_eq!(invariance_shapes(&mut Rng(7), 3, Some(&table)).len(), invariance_shapes(&mut Rng(7), 3, None).len());
+    }
+}
