@@ -449,9 +449,9 @@ pub struct TuningFile {
     /// Measured batch-invariant plans (`skinnylt fit --invariant`): for a (dtype, N,
     /// K, bias), the summation class and split that lost least against the default
     /// over the token counts measured, one entry per M it was measured at, naming
-    /// the class's fastest kernel there (its time in `us`, the default's, the faster
-    /// of the vendor and skinnylt, in `vendor_us`). Every entry of a shape has the
-    /// same split and kernels of one class (`planner::summation_class`).
+    /// the class's fastest kernel there (its time in `us`, the vendor's in
+    /// `vendor_us`). Every entry of a shape has the same split and kernels of one
+    /// class (`planner::summation_class`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invariant: Vec<Entry>,
 }
