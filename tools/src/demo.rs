@@ -185,7 +185,7 @@ fn explain_on(arch: Arch, p: &Problem) -> Result<(String, engine::Plan), skinnyl
     let unsupported = skinnylt::route::Reason::ArchUnsupported;
     let table = Tuning::parse(arch, skinnylt::tuning::embedded(arch), "embedded").map_err(|_| unsupported)?;
     let cfg = skinnylt::config::Config::from_env();
-    let backend = if arch == Arch::Sm90 { skinnylt::gpu::Backend::Cuda } else { skinnylt::gpu::Backend::Hip };
+    let backend = crate::plan::backend(arch);
     let target = Target { arch, backend, units: arch.default_units(), partial_capacity: engine::lane_bytes(&cfg) };
     let choice = engine::choose(&table, &Fallback::for_arch(arch), &target, p, false).map_err(|_| unsupported)?;
     let plan = engine::plan(&target, choice, p).map_err(|_| skinnylt::route::Reason::Dimensions)?;

@@ -354,7 +354,7 @@ fn invariant_plans(file: &TuningFile, arch: Arch, dev: &Device, samples: &[Sampl
     let model = file.planner.as_ref().ok_or("the table has no planner constants to plan with")?;
     let without = TuningFile { invariant: Vec::new(), ..file.clone() };
     let table = Tuning::parse(arch, &serde_json::to_string(&without).map_err(|e| e.to_string())?, "fit").map_err(|e| format!("the table: {e}"))?;
-    let backend = if arch == Arch::Sm90 { skinnylt::gpu::Backend::Cuda } else { skinnylt::gpu::Backend::Hip };
+    let backend = crate::plan::backend(arch);
     let target = Target { arch, backend, units: dev.units, partial_capacity: engine::lane_bytes(&skinnylt::config::Config::from_lookup(|_| None)) };
     let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);
     let all = kernels::for_arch(arch).kernels;

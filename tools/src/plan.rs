@@ -175,7 +175,8 @@ pub fn run(a: &Args) -> i32 {
     0
 }
 
-fn backend(arch: Arch) -> Backend {
+/// The GPU runtime an arch's kernels run on (sm_90: CUDA; AMD: HIP).
+pub fn backend(arch: Arch) -> Backend {
     if arch == Arch::Sm90 { Backend::Cuda } else { Backend::Hip }
 }
 
