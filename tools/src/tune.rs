@@ -467,7 +467,7 @@ impl Search<'_> {
         let (sh, dtype) = (self.sh, self.tuner.dtype);
         let mut candidates = Vec::new();
         for (ki, ke) in kernels::for_arch(self.tuner.rig.dev.arch).kernels.iter().enumerate() {
-            if ke.dtype != dtype || ke.config.tile_m > sh.m.next_power_of_two().max(8) {
+            if ke.dtype != dtype || !skinnylt::tuning::planner::suits(&ke.config, sh.m) {
                 continue;
             }
             if self.tuner.a.kernel_filter.as_deref().is_some_and(|f| !ke.name.contains(f)) {
