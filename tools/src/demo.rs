@@ -2,7 +2,7 @@
 
 use skinnylt::gpu::Arch;
 use skinnylt::route::{DType, Problem};
-use skinnylt::engine::{self, Target};
+use skinnylt::engine;
 use skinnylt::tuning::Tuning;
 use skinnylt::tuning::fallback::Fallback;
 use skinnylt::{kernels, process};
@@ -185,8 +185,7 @@ fn explain_on(arch: Arch, p: &Problem) -> Result<(String, engine::Plan), skinnyl
     let unsupported = skinnylt::route::Reason::ArchUnsupported;
     let table = Tuning::parse(arch, skinnylt::tuning::embedded(arch), "embedded").map_err(|_| unsupported)?;
     let cfg = skinnylt::config::Config::from_env();
-    let backend = crate::plan::backend(arch);
-    let target = Target { arch, backend, units: arch.default_units(), partial_capacity: engine::lane_bytes(&cfg) };
+    let target = crate::plan::target(arch, arch.default_units(), &cfg);
     let choice = engine::choose(&table, &Fallback::for_arch(arch), &target, p, false).map_err(|_| unsupported)?;
     let plan = engine::plan(&target, choice, p).map_err(|_| skinnylt::route::Reason::Dimensions)?;
     Ok((kernels::for_arch(arch).kernels[plan.kernel].name.to_owned(), plan))

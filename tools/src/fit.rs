@@ -349,13 +349,12 @@ const INVARIANT_GAIN: f64 = 1.01;
 /// are the model's (`InvariantCatalog::loss`). One entry per M where the pair was
 /// measured, bf16 mirrored to f16.
 fn invariant_plans(file: &TuningFile, arch: Arch, dev: &Device, samples: &[Sample], vendor: &[VendorSample]) -> Result<Vec<Entry>, String> {
-    use skinnylt::engine::{self, Target};
+    use skinnylt::engine;
     use skinnylt::tuning::planner::{INVARIANT_MS, InvariantCatalog, SummationClass, best, invariant_splits, summation_class};
     let model = file.planner.as_ref().ok_or("the table has no planner constants to plan with")?;
     let without = TuningFile { invariant: Vec::new(), ..file.clone() };
     let table = Tuning::parse(arch, &serde_json::to_string(&without).map_err(|e| e.to_string())?, "fit").map_err(|e| format!("the table: {e}"))?;
-    let backend = crate::plan::backend(arch);
-    let target = Target { arch, backend, units: dev.units, partial_capacity: engine::lane_bytes(&skinnylt::config::Config::from_lookup(|_| None)) };
+    let target = crate::plan::target(arch, dev.units, &skinnylt::config::Config::from_lookup(|_| None));
     let fallback = skinnylt::tuning::fallback::Fallback::for_arch(arch);
     let all = kernels::for_arch(arch).kernels;
     let catalog: Vec<_> = all.iter().enumerate().map(|(i, k)| (i, k.dtype, &k.config)).collect();
@@ -1183,7 +1182,7 @@ mod tests {
         let mut file: TuningFile = serde_json::from_str(skinnylt::tuning::embedded(Arch::Sm90)).unwrap();
         (file.entries, file.anchors, file.invariant) = (vec![], vec![], vec![]);
         let table = Tuning::parse(Arch::Sm90, &serde_json::to_string(&file).unwrap(), "test").unwrap();
-        let target = skinnylt::engine::Target { arch: Arch::Sm90, backend: skinnylt::gpu::Backend::Cuda, units: 132, partial_capacity: skinnylt::engine::lane_bytes(&skinnylt::config::Config::from_lookup(|_| None)) };
+        let target = crate::plan::target(Arch::Sm90, 132, &skinnylt::config::Config::from_lookup(|_| None));
         let fallback = skinnylt::tuning::fallback::Fallback::for_arch(Arch::Sm90);
         let all = kernels::for_arch(Arch::Sm90).kernels;
         let splitk = KernelConfig { family: Family::Splitk, tile_m: 8, tile_n: 64, tile_k: 128, stages: 4, warps: [1, 4, 1], b_to_lds: true, cluster: false, tma: false };

@@ -114,7 +114,7 @@ pub fn run(a: &Args) -> i32 {
         (false, Some(t)) => t,
         _ => Tuning::load(&cfg, arch, &a.device),
     };
-    let target = Target { arch, backend: backend(arch), units: arch.default_units(), partial_capacity: engine::lane_bytes(&cfg) };
+    let target = target(arch, arch.default_units(), &cfg);
     let decisions: Vec<Decision> = shapes.iter().map(|s| decide(&table, &target, s, dtype, scales, cfg.batch_invariant)).collect();
     let mut json = match a.json.as_deref().map(std::fs::File::create).transpose() {
         Ok(f) => f.map(std::io::BufWriter::new),
@@ -175,9 +175,12 @@ pub fn run(a: &Args) -> i32 {
     0
 }
 
-/// The GPU runtime an arch's kernels run on (sm_90: CUDA; AMD: HIP).
-pub fn backend(arch: Arch) -> Backend {
-    if arch == Arch::Sm90 { Backend::Cuda } else { Backend::Hip }
+/// The launch target the library would plan for on `arch` without a device: the
+/// arch's runtime (sm_90: CUDA; AMD: HIP), `units` compute units, and the split-K
+/// partials lane `cfg` sizes.
+pub fn target(arch: Arch, units: u32, cfg: &skinnylt::config::Config) -> Target {
+    let backend = if arch == Arch::Sm90 { Backend::Cuda } else { Backend::Hip };
+    Target { arch, backend, units, partial_capacity: engine::lane_bytes(cfg) }
 }
 
 /// How routing decides `s` on `t` with `table`, deployed and standalone; as a
@@ -262,7 +265,7 @@ mod tests {
     use skinnylt::tuning::embedded;
 
     fn h100() -> Target {
-        Target { arch: Arch::Sm90, backend: Backend::Cuda, units: 132, partial_capacity: engine::lane_bytes(&skinnylt::config::Config::from_lookup(|_| None)) }
+        target(Arch::Sm90, 132, &skinnylt::config::Config::from_lookup(|_| None))
     }
 
     fn shape(m: u32, n: u32, k: u32, bias: bool) -> Shape {
