@@ -550,10 +550,13 @@ impl Tuning {
         self.invariant.get(&(p.dtype, p.n, p.k * p.dtype.per_unit(), p.has_bias()))
     }
 
-    /// The (N, K in elements, bias) of every measured batch-invariant plan, in no
-    /// particular order (a shape planned in both 16-bit dtypes is listed twice).
-    pub fn invariant_shapes(&self) -> impl Iterator<Item = (u32, u32, bool)> + '_ {
-        self.invariant.keys().map(|&(_, n, k, bias)| (n, k, bias))
+    /// The (N, K in elements, bias) of every measured batch-invariant plan, sorted,
+    /// each once (a shape planned in both 16-bit dtypes too).
+    pub fn invariant_shapes(&self) -> Vec<(u32, u32, bool)> {
+        let mut shapes: Vec<_> = self.invariant.keys().map(|&(_, n, k, bias)| (n, k, bias)).collect();
+        shapes.sort();
+        shapes.dedup();
+        shapes
     }
 
     /// The K range (elements) `vendor_row_floor_us` holds over, if any.
@@ -772,7 +775,7 @@ mod tests {
         assert_eq!(plan.measured.iter().map(|&(m, _)| m).collect::<Vec<_>>(), [1, 64]);
         assert!(t.invariant(&Problem::packed(DType::Bf16, 7, 4096, 2048, false)).is_none());
         assert!(t.invariant(&Problem::packed(DType::F16, 7, 4096, 2048, true)).is_none());
-        assert_eq!(t.invariant_shapes().collect::<Vec<_>>(), [(4096, 2048, true)]);
+        assert_eq!(t.invariant_shapes(), [(4096, 2048, true)]);
         // Another split, or another class (K slices), for the same shape.
         assert!(Tuning::parse(Arch::Sm90, &file(&[entry("bf16", 2048, 1, "[1,4,1]", 2), entry("bf16", 2048, 8, "[1,4,1]", 3)]), "test").is_err());
         assert!(Tuning::parse(Arch::Sm90, &file(&[entry("bf16", 2048, 1, "[1,4,1]", 2), entry("bf16", 2048, 8, "[1,1,4]", 2)]), "test").is_err());

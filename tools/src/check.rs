@@ -255,9 +255,7 @@ fn invariance_shapes(r: &mut Rng, limit: usize, table: Option<&skinnylt::tuning:
     v.dedup();
     // The table's measured plans (16-bit; K in elements), beyond the grid's.
     if let Some(t) = table.filter(|_| limit == usize::MAX) {
-        let mut planned: Vec<_> = t.invariant_shapes().map(|(n, k, bias)| (n as usize, k as usize, bias)).filter(|s| !v.contains(s)).collect();
-        planned.sort();
-        planned.dedup();
+        let planned: Vec<_> = t.invariant_shapes().into_iter().map(|(n, k, bias)| (n as usize, k as usize, bias)).filter(|s| !v.contains(s)).collect();
         v.extend(planned);
     }
     for i in 0..6 {
@@ -1347,7 +1345,7 @@ mod tests {
         let table = skinnylt::tuning::Tuning::parse(skinnylt::gpu::Arch::Sm90, skinnylt::tuning::embedded(skinnylt::gpu::Arch::Sm90), "embedded").unwrap();
         let plain = invariance_shapes(&mut Rng(7), usize::MAX, None);
         let with = invariance_shapes(&mut Rng(7), usize::MAX, Some(&table));
-        let planned: std::collections::BTreeSet<_> = table.invariant_shapes().map(|(n, k, b)| (n as usize, k as usize, b)).collect();
+        let planned: std::collections::BTreeSet<_> = table.invariant_shapes().into_iter().map(|(n, k, b)| (n as usize, k as usize, b)).collect();
         assert!(!planned.is_empty());
         assert!(planned.iter().all(|s| with.contains(s)), "a planned shape is not checked");
         let mut unique = with.clone();
