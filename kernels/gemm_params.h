@@ -56,8 +56,10 @@ typedef struct GemmParams {
 // (pdl_flags >> PDL_LEAD_SHIFT) K blocks before the end of our main loop (0 = after
 // it; a lead past the start = at the start), so its prefetch overlaps our tail
 // rather than our streaming. Without it, the successor may launch only as our CTAs
-// exit (the implicit trigger). PDL_PREFETCH_X: prefetch the activations too.
-enum { PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_LEAD_SHIFT = 8 };
+// exit (the implicit trigger). PDL_PREFETCH_X: prefetch the activations too;
+// with PDL_PREFETCH_X_SHARED the CTAs of a tile row share that prefetch, each
+// piece by one of them.
+enum { PDL_TRIGGER = 1, PDL_PREFETCH_X = 2, PDL_PREFETCH_X_SHARED = 4, PDL_LEAD_SHIFT = 8 };
 
 // Bits of GemmParams::flags. After the split-K combine every output is
 // act(alpha * scaleA * scaleB * acc + beta * C + bias), hipBLASLt's order; act is

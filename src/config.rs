@@ -18,9 +18,9 @@
 //! and in `skinnylt info`, with what was used instead; nothing fails.
 //! | `SKINNYLT_ALGO=any` | run what skinnylt can even when the caller passes a real library's algo (default `own`: such a call is forwarded untouched) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
-//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X` | PDL knobs, measured defaults (docs/design.md) |
+//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X=0\|1\|shared` | PDL knobs, measured defaults (docs/design.md) |
 
-use crate::kernels::params::{PDL_LEAD_SHIFT, PDL_PREFETCH_X, PDL_TRIGGER};
+use crate::kernels::params::{PDL_LEAD_SHIFT, PDL_PREFETCH_X, PDL_PREFETCH_X_SHARED, PDL_TRIGGER};
 use crate::log::Level;
 
 #[derive(Clone, Debug)]
@@ -41,7 +41,8 @@ pub struct Config {
     /// With PDL: bytes per row a CTA prefetches into L2 before it waits
     /// (`SKINNYLT_PDL_PREFETCH`), and the kernels' PDL flags: when to let the next
     /// kernel launch (`SKINNYLT_PDL_TRIGGER=early|late`), whether to prefetch the
-    /// activations too (`SKINNYLT_PDL_PREFETCH_X=0|1`). Measured knobs: docs/design.md.
+    /// activations too, each CTA its own rows or shared by a tile row's CTAs
+    /// (`SKINNYLT_PDL_PREFETCH_X=0|1|shared`). Measured knobs: docs/design.md.
     pub pdl_prefetch_row_bytes: i32,
     pub pdl_flags: i32,
     /// `SKINNYLT_RECORD`: where to write each distinct call (`crate::record`).
@@ -111,8 +112,7 @@ impl Config {
         };
         let lead = env.number("SKINNYLT_PDL_LEAD", 0..=255, DEFAULT_PDL_LEAD as u64);
         let lead = if early { 255 } else { lead };
-        let prefetch_x = env.flag("SKINNYLT_PDL_PREFETCH_X", true);
-        c.pdl_flags = PDL_TRIGGER | if prefetch_x { PDL_PREFETCH_X } else { 0 } | (lead as i32) << PDL_LEAD_SHIFT;
+        c.pdl_flags = PDL_TRIGGER | env.prefetch_x() | (lead as i32) << PDL_LEAD_SHIFT;
         c.problems = env.problems;
         c
     }
@@ -163,6 +163,22 @@ impl Env<'_> {
             _ => {
                 self.problem(format_args!("{name}={v:?} is not a whole number from {} to {}; using {default}", range.start(), range.end()));
                 default
+            }
+        }
+    }
+
+    /// `SKINNYLT_PDL_PREFETCH_X`: a switch (default on: each CTA prefetches its
+    /// activation rows), or `shared` (the CTAs of a tile row share that prefetch);
+    /// the `PDL_PREFETCH_X*` flags.
+    fn prefetch_x(&mut self) -> i32 {
+        let Some(v) = self.value("SKINNYLT_PDL_PREFETCH_X") else { return PDL_PREFETCH_X };
+        match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => PDL_PREFETCH_X,
+            "0" | "false" | "no" | "off" => 0,
+            "shared" => PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED,
+            _ => {
+                self.problem(format_args!("SKINNYLT_PDL_PREFETCH_X={v:?} is not 1/true/yes/on, 0/false/no/off or shared; using on"));
+                PDL_PREFETCH_X
             }
         }
     }
@@ -282,6 +298,14 @@ mod tests {
         assert!(c.problems[0].contains("SKINNYLT_PDL_LEAD"));
         assert_eq!(cfg(&[("SKINNYLT_PDL_TRIGGER", "late"), ("SKINNYLT_PDL_LEAD", "3")]).pdl_flags >> PDL_LEAD_SHIFT, 3);
         assert!(cfg(&[("SKINNYLT_PDL_TRIGGER", "soon")]).problems[0].contains("SKINNYLT_PDL_TRIGGER"));
+        let x_flags = |v: &str| {
+            let c = cfg(&[("SKINNYLT_PDL_PREFETCH_X", v)]);
+            (c.pdl_flags & (PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED), c.problems.len())
+        };
+        assert_eq!(x_flags("1"), (PDL_PREFETCH_X, 0));
+        assert_eq!(x_flags("off"), (0, 0));
+        assert_eq!(x_flags("Shared"), (PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED, 0));
+        assert_eq!(x_flags("halfway"), (PDL_PREFETCH_X, 1));
     }
 
     /// `SKINNYLT_LOG`: a level, a level and a file, or a file alone.

@@ -90,6 +90,9 @@ abi_struct! {
 pub const PDL_TRIGGER: i32 = 1;
 /// Prefetch the activations into L2 too, not only the weights.
 pub const PDL_PREFETCH_X: i32 = 2;
+/// With `PDL_PREFETCH_X`: the CTAs of a tile row share the activation prefetch,
+/// each piece by one of them, instead of each CTA prefetching its rows itself.
+pub const PDL_PREFETCH_X_SHARED: i32 = 4;
 /// Where the trigger's lead (0..=255 K blocks) sits in `pdl_flags`.
 pub const PDL_LEAD_SHIFT: i32 = 8;
 
@@ -119,9 +122,10 @@ pub const OUT_F16: i32 = 64;
 pub const INVARIANT_K_UNIT: u32 = 256;
 
 /// Every flag constant with its C name, for the build's check.
-pub const FLAGS: [(&str, i32); 10] = [
+pub const FLAGS: [(&str, i32); 11] = [
     ("PDL_TRIGGER", PDL_TRIGGER),
     ("PDL_PREFETCH_X", PDL_PREFETCH_X),
+    ("PDL_PREFETCH_X_SHARED", PDL_PREFETCH_X_SHARED),
     ("PDL_LEAD_SHIFT", PDL_LEAD_SHIFT),
     ("EPI_RELU", EPI_RELU),
     ("EPI_GELU", EPI_GELU),
