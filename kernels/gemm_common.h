@@ -51,24 +51,26 @@ SK_DEVICE TileCoord tile_coord(const GemmParams& p) {
 // The activation prefetch shared by the CTAs of a tile row (one m tile and split,
 // every N tile: they all read the same activations): piece q (X row q / pieces,
 // `len` k from k_lo + (q % pieces) * len) is issued only by the CTA whose N tile
-// is q mod N tiles. Each CTA prefetching its rows itself puts N / TILE_N bulk
-// prefetches on the same few lines; at M = 5-8 and K = 512 on N >= 5120 that made
-// 16-row tiles 10-25 % slower on an H100 (docs/design.md, section 7).
-template <int TILE_M, int TILE_N, int THREADS>
-SK_DEVICE void prefetch_x_shared(const GemmParams& p, const TileCoord& c, int k_lo, int k_end, int tid) {
+// is q mod N tiles, as issue(address, bytes). Each CTA prefetching its rows itself
+// puts N / TILE_N bulk prefetches on the same few lines; at M = 5-8 and K = 512 on
+// N >= 5120 that made 16-row tiles 10-25 % slower on an H100 (docs/design.md,
+// section 7). The emulator checks that the row's CTAs issue each piece once, in
+// bounds (emu/src/prefetch_check.h).
+template <int TILE_M, int TILE_N, int THREADS, typename Issue>
+SK_DEVICE void shared_x_pieces(const GemmParams& p, const TileCoord& c, int k_lo, int k_end, int tid, Issue issue) {
   // At most MAX_PIECES per row (a hint need not cover all of K), so every index
   // below stays far inside 32 bits; so does the stride, which is N tiles where
   // that is below the piece count and has the same effect otherwise (only
   // q = N tile < total is then taken, by thread 0).
   constexpr int MAX_PIECES = 256;
   const int len = p.prefetch_row_bytes / 2 & ~7;
-  if (len <= 0) return;
+  if (len <= 0 || k_end <= k_lo) return;
   const int n_tiles = ceil_div(p.n, TILE_N), rows = p.m - c.m0 < TILE_M ? p.m - c.m0 : TILE_M;
   const int span = ceil_div(k_end - k_lo, len), pieces = span < MAX_PIECES ? span : MAX_PIECES;
   const int total = rows * pieces, stride = n_tiles < total ? n_tiles : total;
   for (int q = c.n0 / TILE_N + tid * stride; q < total; q += THREADS * stride) {
     const int k0 = k_lo + q % pieces * len;
-    prefetch_l2(p.x + (i64)(c.m0 + q / pieces) * p.ldx + k0, (u32)(len < k_end - k0 ? len : k_end - k0) * 2u);
+    issue(p.x + (i64)(c.m0 + q / pieces) * p.ldx + k0, (u32)(len < k_end - k0 ? len : k_end - k0) * 2u);
   }
 }
 
@@ -95,7 +97,8 @@ SK_DEVICE int pdl_prologue(const GemmParams& p, const TileCoord& c, int tid) {
         prefetch_l2(p.x + (i64)(c.m0 + r - TILE_N) * p.ldx + k_lo, (u32)(k_hi - k_lo) * 2u);
       }
     }
-    if ((p.pdl_flags & PDL_PREFETCH_X) && shared) prefetch_x_shared<TILE_M, TILE_N, THREADS>(p, c, k_lo, k_end, tid);
+    if ((p.pdl_flags & PDL_PREFETCH_X) && shared)
+      shared_x_pieces<TILE_M, TILE_N, THREADS>(p, c, k_lo, k_end, tid, [](const u16* x, u32 bytes) { prefetch_l2(x, bytes); });
   }
   pdl_wait();
   return trigger_at;

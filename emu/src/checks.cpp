@@ -672,4 +672,15 @@ void run_atom_contract(Report& rep) {
   }
 }
 
+// The shared activation prefetch's assignment (gemm_common.h, shared_x_pieces), as
+// each target's instance file compiles it.
+void run_prefetch_check(Report& rep) {
+  for (const ArchTable& t : registry()) {
+    if (!t.variant.empty() || !t.prefetch_check) continue;
+    const std::string err = t.prefetch_check();
+    rep.result(err.empty(), std::string("shared activation prefetch ") + arch_info(t.arch).name +
+                                " (each piece of a tile row once, in bounds)", err);
+  }
+}
+
 }  // namespace emu

@@ -80,6 +80,7 @@ struct ArchTable {
   std::vector<ProbeKernel> probe_kernels;
   KernelFn atom_kernel[4] = {nullptr, nullptr, nullptr, nullptr};  // per dtype (fp8: the arch's own only)
   bool mutant_applied = true;                      // false: the mutant's pattern was not found
+  std::string (*prefetch_check)() = nullptr;       // emu/src/prefetch_check.h: "" or what failed
 };
 
 // Filled by the generated instance files' static initialisers.

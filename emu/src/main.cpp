@@ -474,7 +474,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
   // 1. the emulator's own instructions, its prelude against the AMD one, the atom
-  std::printf("== self-checks: emulated instructions, prelude parity with target_amdgcn.h, atom contract, bank model\n");
+  std::printf("== self-checks: emulated instructions, prelude parity with target_amdgcn.h, atom contract, bank model, shared prefetch\n");
   t_job = "isa self-tests";
   run_isa_selftests(rep);
   t_job = "prelude parity";
@@ -483,6 +483,8 @@ int main(int argc, char** argv) {
   run_atom_contract(rep);
   t_job = "bank model";
   run_bank_selftests(rep);
+  t_job = "shared activation prefetch";
+  run_prefetch_check(rep);
 
   // 2. every kernel of every AMD arch, every case
   struct Job {

@@ -25,5 +25,6 @@ void run_isa_selftests(Report& rep);
 void run_probe_parity(Report& rep);
 void run_atom_contract(Report& rep);
 void run_bank_selftests(Report& rep);
+void run_prefetch_check(Report& rep);
 
 }  // namespace emu
