@@ -53,7 +53,7 @@ SK_DEVICE TileCoord tile_coord(const GemmParams& p) {
 // `len` k from k_lo + (q % pieces) * len) is issued only by the CTA whose N tile
 // is q mod N tiles, as issue(address, bytes). Each CTA prefetching its rows itself
 // puts N / TILE_N bulk prefetches on the same few lines; at M = 5-8 and K = 512 on
-// N >= 5120 that made 16-row tiles 10-25 % slower on an H100 (docs/design.md,
+// N >= 5120 that made 16-row tiles 10-30 % slower on an H100 (docs/design.md,
 // section 7). The emulator checks that the row's CTAs issue each piece once, in
 // bounds (emu/src/prefetch_check.h).
 template <int TILE_M, int TILE_N, int THREADS, typename Issue>
