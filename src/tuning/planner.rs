@@ -58,8 +58,9 @@ pub const FP8_MARGIN: f64 = 1.2;
 pub const MEDIAN_MARGIN: f64 = 1.2;
 /// Where the median rule holds: from 9 tokens, as below that the calibration
 /// (fitted mostly at M = 1) does not see what the token rows of a one-tile kernel
-/// cost (up to 0.7 µs at M = 5 on a 16-row weight tile; at M = 1 it ran 2 losses
-/// among 11 training picks); to 16, as at M = 24 it ran the held-out N ≈ 5120,
+/// cost (up to 0.7 µs at M = 5 on a 16-row weight tile, most of it every CTA
+/// prefetching the same activation rows under PDL: docs/design.md, section 7; at
+/// M = 1 it ran 2 losses among 11 training picks); to 16, as at M = 24 it ran the held-out N ≈ 5120,
 /// K = 512 projections at 0.90x (a 32-token tile 24 rows full, the same blind
 /// spot), though the training picks there won.
 pub const MEDIAN_TOKENS: std::ops::RangeInclusive<u32> = 9..=16;
