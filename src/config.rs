@@ -130,6 +130,15 @@ struct Env<'a> {
     problems: Vec<String>,
 }
 
+/// A switch's value, in any case: 1/true/yes/on or 0/false/no/off; `None` otherwise.
+fn switch(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 impl Env<'_> {
     /// The trimmed value, `None` when unset or empty.
     fn value(&self, name: &str) -> Option<String> {
@@ -144,10 +153,9 @@ impl Env<'_> {
     /// problem and counts as set: whoever set a kill switch wants it on.
     fn flag(&mut self, name: &str, default: bool) -> bool {
         let Some(v) = self.value(name) else { return default };
-        match v.to_ascii_lowercase().as_str() {
-            "1" | "true" | "yes" | "on" => true,
-            "0" | "false" | "no" | "off" => false,
-            _ => {
+        match switch(&v) {
+            Some(on) => on,
+            None => {
                 let on = !default;
                 self.problem(format_args!("{name}={v:?} is not 1/true/yes/on or 0/false/no/off; taken as {}", if on { "on" } else { "off" }));
                 on
@@ -172,11 +180,13 @@ impl Env<'_> {
     /// the `PDL_PREFETCH_X*` flags.
     fn prefetch_x(&mut self) -> i32 {
         let Some(v) = self.value("SKINNYLT_PDL_PREFETCH_X") else { return PDL_PREFETCH_X };
-        match v.to_ascii_lowercase().as_str() {
-            "1" | "true" | "yes" | "on" => PDL_PREFETCH_X,
-            "0" | "false" | "no" | "off" => 0,
-            "shared" => PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED,
-            _ => {
+        if v.eq_ignore_ascii_case("shared") {
+            return PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED;
+        }
+        match switch(&v) {
+            Some(true) => PDL_PREFETCH_X,
+            Some(false) => 0,
+            None => {
                 self.problem(format_args!("SKINNYLT_PDL_PREFETCH_X={v:?} is not 1/true/yes/on, 0/false/no/off or shared; using on"));
                 PDL_PREFETCH_X
             }
