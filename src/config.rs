@@ -18,7 +18,7 @@
 //! and in `skinnylt info`, with what was used instead; nothing fails.
 //! | `SKINNYLT_ALGO=any` | run what skinnylt can even when the caller passes a real library's algo (default `own`: such a call is forwarded untouched) |
 //! | `SKINNYLT_PDL=0` | NVIDIA: launch without programmatic dependent launch (default on), routed by `tuning/sm90[-<variant>]-nopdl.json` |
-//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X=0\|1\|shared` | PDL knobs, measured defaults (docs/design.md) |
+//! | `SKINNYLT_PDL_TRIGGER`, `SKINNYLT_PDL_LEAD`, `SKINNYLT_PDL_PREFETCH`, `SKINNYLT_PDL_PREFETCH_X=shared\|each\|0` | PDL knobs, measured defaults (docs/design.md) |
 
 use crate::kernels::params::{PDL_LEAD_SHIFT, PDL_PREFETCH_X, PDL_PREFETCH_X_SHARED, PDL_TRIGGER};
 use crate::log::Level;
@@ -41,8 +41,8 @@ pub struct Config {
     /// With PDL: bytes per row a CTA prefetches into L2 before it waits
     /// (`SKINNYLT_PDL_PREFETCH`), and the kernels' PDL flags: when to let the next
     /// kernel launch (`SKINNYLT_PDL_TRIGGER=early|late`), whether to prefetch the
-    /// activations too, each CTA its own rows or shared by a tile row's CTAs
-    /// (`SKINNYLT_PDL_PREFETCH_X=0|1|shared`). Measured knobs: docs/design.md.
+    /// activations too, shared by a tile row's CTAs or each CTA its own rows
+    /// (`SKINNYLT_PDL_PREFETCH_X=shared|each|0`). Measured knobs: docs/design.md.
     pub pdl_prefetch_row_bytes: i32,
     pub pdl_flags: i32,
     /// `SKINNYLT_RECORD`: where to write each distinct call (`crate::record`).
@@ -175,20 +175,25 @@ impl Env<'_> {
         }
     }
 
-    /// `SKINNYLT_PDL_PREFETCH_X`: a switch (default on: each CTA prefetches its
-    /// activation rows), or `shared` (the CTAs of a tile row share that prefetch);
+    /// `SKINNYLT_PDL_PREFETCH_X`: `shared` (the default, also any "on" switch
+    /// value: the CTAs of a tile row share the activation prefetch), `each` (each
+    /// CTA prefetches its own activation rows) or an "off" switch value (none);
     /// the `PDL_PREFETCH_X*` flags.
     fn prefetch_x(&mut self) -> i32 {
-        let Some(v) = self.value("SKINNYLT_PDL_PREFETCH_X") else { return PDL_PREFETCH_X };
+        const SHARED: i32 = PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED;
+        let Some(v) = self.value("SKINNYLT_PDL_PREFETCH_X") else { return SHARED };
         if v.eq_ignore_ascii_case("shared") {
-            return PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED;
+            return SHARED;
+        }
+        if v.eq_ignore_ascii_case("each") {
+            return PDL_PREFETCH_X;
         }
         match switch(&v) {
-            Some(true) => PDL_PREFETCH_X,
+            Some(true) => SHARED,
             Some(false) => 0,
             None => {
-                self.problem(format_args!("SKINNYLT_PDL_PREFETCH_X={v:?} is not 1/true/yes/on, 0/false/no/off or shared; using on"));
-                PDL_PREFETCH_X
+                self.problem(format_args!("SKINNYLT_PDL_PREFETCH_X={v:?} is not shared, each, 1/true/yes/on or 0/false/no/off; using shared"));
+                SHARED
             }
         }
     }
@@ -240,7 +245,7 @@ mod tests {
         assert_eq!(c.max_m, DEFAULT_MAX_M);
         assert_eq!(c.workspace_bytes, DEFAULT_WORKSPACE_MB << 20);
         assert!(c.pdl);
-        assert_eq!(c.pdl_flags, PDL_TRIGGER | PDL_PREFETCH_X | DEFAULT_PDL_LEAD << PDL_LEAD_SHIFT);
+        assert_eq!(c.pdl_flags, PDL_TRIGGER | PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED | DEFAULT_PDL_LEAD << PDL_LEAD_SHIFT);
         assert_eq!(cfg(&[("SKINNYLT_PDL_TRIGGER", "early")]).pdl_flags >> PDL_LEAD_SHIFT, 255);
         assert_eq!(c.pdl_prefetch_row_bytes, DEFAULT_PDL_PREFETCH_ROW_BYTES);
     }
@@ -312,10 +317,12 @@ mod tests {
             let c = cfg(&[("SKINNYLT_PDL_PREFETCH_X", v)]);
             (c.pdl_flags & (PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED), c.problems.len())
         };
-        assert_eq!(x_flags("1"), (PDL_PREFETCH_X, 0));
+        let shared = PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED;
+        assert_eq!(x_flags("1"), (shared, 0));
+        assert_eq!(x_flags("Shared"), (shared, 0));
+        assert_eq!(x_flags("EACH"), (PDL_PREFETCH_X, 0));
         assert_eq!(x_flags("off"), (0, 0));
-        assert_eq!(x_flags("Shared"), (PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED, 0));
-        assert_eq!(x_flags("halfway"), (PDL_PREFETCH_X, 1));
+        assert_eq!(x_flags("halfway"), (shared, 1));
     }
 
     /// `SKINNYLT_LOG`: a level, a level and a file, or a file alone.

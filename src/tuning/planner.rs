@@ -56,13 +56,12 @@ pub const FP8_MARGIN: f64 = 1.2;
 /// counts of `MEDIAN_TOKENS`. Chosen on the training set's planner routing at M = 1,
 /// 12 and 24 (tuning/README.md): at M = 12 it ran 25 more picks, every one a win.
 pub const MEDIAN_MARGIN: f64 = 1.2;
-/// Where the median rule holds: from 9 tokens, as below that the calibration
-/// (fitted mostly at M = 1) does not see what the token rows of a one-tile kernel
-/// cost (up to 0.7 µs at M = 5 on a 16-row weight tile, most of it every CTA
-/// prefetching the same activation rows under PDL: docs/design.md, section 7; at
-/// M = 1 it ran 2 losses among 11 training picks); to 16, as at M = 24 it ran the held-out N ≈ 5120,
-/// K = 512 projections at 0.90x (a 32-token tile 24 rows full, the same blind
-/// spot), though the training picks there won.
+/// Where the median rule holds: from 9 tokens, as at M = 1–8 it ran losses on the
+/// training set (H100, M = 1, 3, 5 and 7, with the shared activation prefetch:
+/// 5 of 41 more picks at 0.93–0.97x; tuning/README.md, "Token rows"); to 16, as at
+/// M = 24 it ran the held-out N ≈ 5120, K = 512 projections at 0.90x (a 32-token
+/// tile 24 rows full, which the calibration, fitted mostly at M = 1, does not
+/// see), though the training picks there won.
 pub const MEDIAN_TOKENS: std::ops::RangeInclusive<u32> = 9..=16;
 
 /// The quantile of a kernel's measured excess factors that `Calibration::excess_high`
