@@ -41,9 +41,10 @@ typedef struct GemmParams {
   int32_t m, n, k;
   float alpha, beta;
   int32_t split_k;
-  // Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
-  // PDL_PREFETCH_X) each CTA prefetches into L2 before waiting on the previous
-  // kernel (0: none), and PDL_* flags.
+  // Programmatic dependent launch (sm_90): bytes per row of W each CTA prefetches
+  // into L2 before waiting on the previous kernel (0: none); with PDL_PREFETCH_X as
+  // much of each X row too (with PDL_PREFETCH_X_SHARED, pieces of this size shared
+  // by a tile row's CTAs). And the PDL_* flags.
   int32_t prefetch_row_bytes;
   int32_t pdl_flags;
   int32_t flags;  // EPI_* and SPLIT_IN_ORDER

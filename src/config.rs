@@ -182,16 +182,11 @@ impl Env<'_> {
     fn prefetch_x(&mut self) -> i32 {
         const SHARED: i32 = PDL_PREFETCH_X | PDL_PREFETCH_X_SHARED;
         let Some(v) = self.value("SKINNYLT_PDL_PREFETCH_X") else { return SHARED };
-        if v.eq_ignore_ascii_case("shared") {
-            return SHARED;
-        }
-        if v.eq_ignore_ascii_case("each") {
-            return PDL_PREFETCH_X;
-        }
-        match switch(&v) {
-            Some(true) => SHARED,
-            Some(false) => 0,
-            None => {
+        match (v.to_ascii_lowercase().as_str(), switch(&v)) {
+            ("shared", _) | (_, Some(true)) => SHARED,
+            ("each", _) => PDL_PREFETCH_X,
+            (_, Some(false)) => 0,
+            (_, None) => {
                 self.problem(format_args!("SKINNYLT_PDL_PREFETCH_X={v:?} is not shared, each, 1/true/yes/on or 0/false/no/off; using shared"));
                 SHARED
             }

@@ -67,9 +67,10 @@ abi_struct! {
         pub alpha: f32,
         pub beta: f32,
         pub split_k: i32,
-        /// Programmatic dependent launch (sm_90): bytes per row of W (and of X, with
-        /// `PDL_PREFETCH_X`) each CTA prefetches into L2 before waiting on the
-        /// previous kernel (0: none).
+        /// Programmatic dependent launch (sm_90): bytes per row of W each CTA
+        /// prefetches into L2 before waiting on the previous kernel (0: none); with
+        /// `PDL_PREFETCH_X` as much of each X row too (with `PDL_PREFETCH_X_SHARED`,
+        /// pieces of this size shared by a tile row's CTAs).
         pub prefetch_row_bytes: i32,
         /// `PDL_*` flags.
         pub pdl_flags: i32,
