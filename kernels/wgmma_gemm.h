@@ -58,7 +58,7 @@ struct WgmmaSplitK {
   static constexpr int LDS_BYTES = RECV_OFFSET + RECV_BYTES + ALIGN;  // mirrored by KernelConfig::lds_bytes
 
   static_assert(TILE_N % (64 * WG) == 0 && RB >= 1 && RB <= 2, "tile_n = 64 * warpgroups * (1 or 2)");
-  static_assert(TILE_M == 16 || TILE_M == 24 || TILE_M == 32 || TILE_M == 48 || TILE_M == 64 || TILE_M == 96 || TILE_M == 128,
+  static_assert(TILE_M % 8 == 0 && TILE_M >= 16 && TILE_M <= 128,
                 "tile_m: a wgmma n the prelude defines (schema.rs WGMMA_TOKENS)");
   static_assert(TILE_K == 64 || TILE_K == 128 || TILE_K == 256, "tile_k: 1, 2 or 4 128-B swizzle atoms");
   static_assert(STAGES >= 2, "a ring needs two stages");

@@ -76,4 +76,23 @@ mod tests {
             }
         }
     }
+
+    /// Above 64 tokens a wgmma tile's time follows its token rows, padding included
+    /// (docs/design.md, section 8.3), so every token count there has a TMA-fed tile
+    /// of 64 weight rows at most 7 rows larger, in every dtype the family has.
+    #[test]
+    fn wide_token_tiles_follow_m_in_steps_of_eight() {
+        use crate::tuning::schema::Family;
+        let sm90 = for_arch(Arch::Sm90).kernels;
+        for dtype in [DType::Bf16, DType::F16, DType::E4m3] {
+            let tiles: Vec<u32> = sm90
+                .iter()
+                .filter(|k| k.dtype == dtype && k.config.family == Family::Wgmma && k.config.tma && k.config.tile_n == 64)
+                .map(|k| k.config.tile_m)
+                .collect();
+            for m in 65..=128u32 {
+                assert!(tiles.iter().any(|&t| t >= m && t - m < 8), "{dtype:?}: no TMA wgmma tile of {m}..{} tokens", m + 7);
+            }
+        }
+    }
 }
