@@ -26,6 +26,10 @@
 //    on its "full" mbarrier. The consumer warpgroups wait on "full", multiply,
 //    keep one MMA group in flight (wait_group 1) and release the previous stage.
 //    Bytes in flight are bounded by the ring alone, not by issuing threads.
+//    With KW = 2 K groups, two sets of WG warpgroups take alternate K blocks into
+//    accumulators of their own, each with its own MMA group in flight, and the
+//    two sums are added in a fixed order when the tile is staged: 2-4 % faster
+//    on the 64-row tiles of 16-112 tokens (H100; docs/design.md, section 8.3).
 // Split-K and PDL are gemm_common.h's, shared with family A; the accumulators are
 // staged in LDS as fp32 token rows for the combine and the epilogue (StagedTile).
 #pragma once
@@ -33,9 +37,9 @@
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WG, bool CLUSTER, bool TMA>
+template <typename T, int TILE_M, int TILE_N, int TILE_K, int STAGES, int WG, int KW, bool CLUSTER, bool TMA>
 struct WgmmaSplitK {
-  static constexpr int CONSUMERS = WG * 128;
+  static constexpr int CONSUMERS = WG * KW * 128;
   static constexpr int THREADS = CONSUMERS + (TMA ? 32 : 0);  // + the producer warp
   static constexpr int RB = TILE_N / (64 * WG);  // m64 row blocks per warpgroup
   static constexpr int H = TILE_K / 64;          // 128-B swizzle sub-tiles along k
@@ -64,6 +68,7 @@ struct WgmmaSplitK {
   static_assert(STAGES >= 2, "a ring needs two stages");
   static_assert(X_STAGE / H % ALIGN == 0 && W_STAGE / H % ALIGN == 0, "sub-tiles stay 1024-B aligned");
   static_assert(!TMA || TILE_N <= 256, "a tensor-copy box has at most 256 rows");
+  static_assert(KW == 1 || (KW == 2 && TMA), "K-interleaved consumer warpgroups: 1, or 2 with the TMA feed");
 
   // Copies ROWS rows x TILE_K of a row-major matrix into a ring stage: sub-tile h
   // (k in [64h, 64h+64)) at h*ROWS*128, row r at r*128, logical 16-B chunk c at
@@ -163,15 +168,18 @@ struct WgmmaSplitK {
       }
       return;
     }
-    const int lane = tid % 32;
+    // Consumer group g = tid / 128 / WG multiplies the blocks i = g mod KW into its
+    // own accumulators (run() adds the groups' sums in group order).
+    const int lane = tid % 32, group = tid / 128 / WG;
     for (int i = 0; i < nb; ++i) {
       if (i == trigger_at) pdl_launch_dependents();
+      if (KW > 1 && i % KW != group) continue;
       const int s = i % STAGES;
       mbar_wait(full + s, (u32)(i / STAGES) & 1);
-      multiply(d, smem_addr(smem + s * STAGE_BYTES), tid / 128);
-      wgmma_wait<1>();  // block i-1's MMAs are done: its stage may be refilled
+      multiply(d, smem_addr(smem + s * STAGE_BYTES), tid / 128 % WG);
+      wgmma_wait<1>();  // this group's previous block's MMAs are done: its stage may be refilled
       pin(d);
-      if (i > 0 && lane == 0) mbar_arrive(empty + (i - 1) % STAGES);
+      if (i >= KW && lane == 0) mbar_arrive(empty + (i - KW) % STAGES);
     }
     wgmma_wait<0>();
     pin(d);
@@ -180,7 +188,7 @@ struct WgmmaSplitK {
   static SK_DEVICE void run(const GemmParams& p, const TmaMaps* maps, char* smem_raw) {
     char* const smem = smem_raw + ((ALIGN - smem_addr(smem_raw) % ALIGN) % ALIGN);
     const int tid = thread_id();
-    const int wg = tid / 128, warp = tid / 32 % 4, lane = tid % 32;
+    const int wg = tid / 128 % WG, group = tid / 128 / WG, warp = tid / 32 % 4, lane = tid % 32;
     const TileCoord c = tile_coord<TILE_M, TILE_N, TILE_K>(p);
     const int nb = c.blocks();
     u64* const full = (u64*)(smem + BAR_OFFSET);
@@ -192,7 +200,7 @@ struct WgmmaSplitK {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
           mbar_init(full + s, 1);            // the producer's arrive.expect_tx
-          mbar_init(empty + s, WG * 4);      // one arrival per consumer warp
+          mbar_init(empty + s, WG * 4);      // one arrival per warp of the block's consumer group
         }
         mbar_init_fence();
       }
@@ -215,39 +223,46 @@ struct WgmmaSplitK {
 
     // Stage the tile as fp32 token rows: d[rb][4j + r] = D[16 warp + lane/4 + 8(r>>1)][8j + 2(lane%4) + (r&1)]
     // of row block rb (weight row, token).
-    if (tid < CONSUMERS) {
+    // With K-interleaved groups, the last group stores first and each group before it
+    // adds its sum on top, after a barrier: a fixed order.
+    auto stage_tile = [&](bool add) {
 #pragma unroll
       for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
         for (int j = 0; j < TILE_M / 8; ++j)
 #pragma unroll
-          for (int r = 0; r < 4; ++r)
-            *Tile::at(smem, 8 * j + 2 * (lane % 4) + (r & 1), (wg * RB + rb) * 64 + 16 * warp + lane / 4 + 8 * (r >> 1)) =
-                d[rb][4 * j + r];
+          for (int r = 0; r < 4; ++r) {
+            float* at = Tile::at(smem, 8 * j + 2 * (lane % 4) + (r & 1), (wg * RB + rb) * 64 + 16 * warp + lane / 4 + 8 * (r >> 1));
+            *at = add ? d[rb][4 * j + r] + *at : d[rb][4 * j + r];
+          }
+    };
+#pragma unroll
+    for (int g = KW - 1; g >= 0; --g) {
+      if (tid < CONSUMERS && group == g) stage_tile(g < KW - 1);
+      barrier();
     }
-    barrier();
     Tile::finish(p, smem, (u32*)(smem + FLAG_OFFSET), c, tid, FLAG_OFFSET, RECV_BYTES ? smem + RECV_OFFSET : nullptr);
   }
 };
 
 // Kernel entry points (instances generated by build.rs), each naming its class
-// NAME##_class. The instance line's warps are [1, 4 * WG, 1]: WN / 4 consumer
-// warpgroups. The TMA instances take the tensor maps as a second, __grid_constant__
-// parameter.
-#define SK_WGMMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)    \
-  using NAME##_class = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL, false>; \
-  SK_KERNEL(NAME##_class::THREADS) void NAME(GemmParams p) {              \
-    using K = NAME##_class;                                                \
-    SK_LDS_DECL(smem, K::LDS_BYTES);                                       \
-    K::run(p, nullptr, smem);                                              \
+// NAME##_class. The instance line's warps are [1, 4 * WG, KW]: WN / 4 consumer
+// warpgroups per K group, WK K groups. The TMA instances take the tensor maps as a
+// second, __grid_constant__ parameter.
+#define SK_WGMMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)       \
+  using NAME##_class = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, WK, CL, false>; \
+  SK_KERNEL(NAME##_class::THREADS) void NAME(GemmParams p) {                  \
+    using K = NAME##_class;                                                   \
+    SK_LDS_DECL(smem, K::LDS_BYTES);                                          \
+    K::run(p, nullptr, smem);                                                 \
   }
-#define SK_WGMMA_TMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL) \
-  using NAME##_class = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, CL, true>;   \
-  SK_KERNEL(NAME##_class::THREADS)                                         \
-  void NAME(GemmParams p, const SK_GRID_CONSTANT TmaMaps maps) {           \
-    using K = NAME##_class;                                                 \
-    SK_LDS_DECL(smem, K::LDS_BYTES);                                        \
-    K::run(p, &maps, smem);                                                 \
+#define SK_WGMMA_TMA_INSTANCE(NAME, T, TM, TN, TK, ST, WM, WN, WK, LDS, CL)  \
+  using NAME##_class = WgmmaSplitK<T, TM, TN, TK, ST, WN / 4, WK, CL, true>; \
+  SK_KERNEL(NAME##_class::THREADS)                                           \
+  void NAME(GemmParams p, const SK_GRID_CONSTANT TmaMaps maps) {             \
+    using K = NAME##_class;                                                  \
+    SK_LDS_DECL(smem, K::LDS_BYTES);                                         \
+    K::run(p, &maps, smem);                                                  \
   }
 
 #else

@@ -279,7 +279,8 @@ mod tests {
     fn measured_invariant_plans_run_their_class_and_split() {
         let (t, fb) = (h100(), Fallback::for_arch(Arch::Sm90));
         let cat = kernels::for_arch(Arch::Sm90).kernels;
-        let wgmma: Vec<&schema::KernelConfig> = cat.iter().filter(|k| k.dtype == DType::Bf16 && k.config.family == Family::Wgmma && k.config.cluster).map(|k| &k.config).collect();
+        // Two kernels of one summation class (one K group).
+        let wgmma: Vec<&schema::KernelConfig> = cat.iter().filter(|k| k.dtype == DType::Bf16 && k.config.family == Family::Wgmma && k.config.cluster && k.config.warps[2] == 1).map(|k| &k.config).collect();
         let (a, b) = (wgmma[0], wgmma[1]);
         assert_ne!(a, b);
         let entry = |m: u32, c: &schema::KernelConfig| format!(r#"{{"dtype":"bf16","n":2880,"k":2880,"bias":false,"m_min":{m},"m_max":{m},"source":"measured","kernel":{},"split_k":3,"us":5.0,"vendor_us":6.0}}"#, serde_json::to_string(c).unwrap());

@@ -95,4 +95,31 @@ mod tests {
             }
         }
     }
+
+    /// Two consumer warpgroups taking alternate K blocks of one tile (warps [1, 4, 2])
+    /// run the TMA-fed 64-row tiles of 16-112 tokens 2-4 % faster than one
+    /// (docs/design.md, section 8.3), so each of those has its twin with the same tile
+    /// and ring, in every dtype. The twin sums in its own order (two partial sums,
+    /// added at the end): its own summation class, so batch-invariant plans never
+    /// mix the two. K groups need the TMA feed, and there are at most two.
+    #[test]
+    fn deep_ring_tma_tiles_have_a_two_k_group_twin() {
+        use crate::tuning::planner::summation_class;
+        use crate::tuning::schema::Family;
+        let sm90 = for_arch(Arch::Sm90).kernels;
+        let t = schema::target("sm90").unwrap();
+        for dtype in [DType::Bf16, DType::F16, DType::E4m3] {
+            let one = |k: &&KernelEntry| k.dtype == dtype && k.config.family == Family::Wgmma && k.config.tma && k.config.tile_n == 64 && k.config.tile_k == 64;
+            let mut twins = 0;
+            for k in sm90.iter().filter(one).filter(|k| k.config.warps == [1, 4, 1] && k.config.stages >= 8 && k.config.tile_m <= 112) {
+                let twin = KernelConfig { warps: [1, 4, 2], ..k.config };
+                assert!(index_of(Arch::Sm90, dtype, &twin).is_some(), "{}: no two-K-group twin", k.name);
+                assert_ne!(summation_class(&twin), summation_class(&k.config));
+                assert!(KernelConfig { tma: false, ..twin }.check(&t).is_err(), "K groups without the TMA feed");
+                assert!(KernelConfig { warps: [1, 4, 4], ..twin }.check(&t).is_err(), "four K groups");
+                twins += 1;
+            }
+            assert_eq!(twins, 11, "{dtype:?}: the 16- to 112-token tiles");
+        }
+    }
 }

@@ -112,7 +112,8 @@ pub struct KernelConfig {
     /// K per pipeline stage.
     pub tile_k: u32,
     pub stages: u32,
-    /// Waves along M, N and K (intra-CTA K slices).
+    /// Waves along M, N and K (intra-CTA K slices; in the wgmma family, groups of
+    /// warpgroups that take alternate K blocks).
     pub warps: [u32; 3],
     /// Weights through the LDS ring (else straight into registers; NVIDIA only).
     pub b_to_lds: bool,
@@ -330,8 +331,8 @@ impl KernelConfig {
             return err("warpgroup MMA is sm_90a only");
         }
         let [wm, wn, wk] = self.warps;
-        if wm != 1 || wk != 1 || !(wn == 4 || wn == 8) {
-            return err("warps must be [1, 4 * warpgroups, 1] with 1 or 2 warpgroups");
+        if wm != 1 || !(wk == 1 || wk == 2 && self.tma) || !(wn == 4 || wn == 8) {
+            return err("warps must be [1, 4 * warpgroups, K groups] with 1 or 2 warpgroups, and 2 K groups only with the TMA feed");
         }
         let rows_per_wg = self.tile_n / (16 * wn);
         if !self.tile_n.is_multiple_of(16 * wn) || !(rows_per_wg == 1 || rows_per_wg == 2) {
