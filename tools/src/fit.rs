@@ -250,7 +250,10 @@ fn row_vendor_samples(file: &TuningFile) -> Vec<VendorSample> {
 /// public grid's per-row entries alone (17 shapes, 6 Ks: the H200's tables) fitted
 /// a model under which held-out per-row GEMMs ran on the H200 at down to 0.74x (13
 /// of 206 below 0.97x, most at M = 100); the grid's and the training models'
-/// small-K projections (40 shapes, 19 Ks: the H100's) one below, at 0.89x.
+/// small-K projections (40 shapes, 19 Ks: the H100's) one below, at 0.89x. The
+/// same 40 measured on an H200 fitted one under which 19 of the 106 held-out
+/// GEMMs it ran at M = 24-100 (N >= 16032) were below 0.97x, down to 0.75x, so
+/// the H200's table keeps its 17 shapes: the count is necessary, not sufficient.
 const MIN_ROW_SHAPES: usize = 32;
 
 /// The per-row vendor model (`CostModel::vendor_row`), fitted as the 16-bit one is,
