@@ -174,7 +174,7 @@ fn fit(a: &Args) -> Result<(), String> {
     devices.sort();
     devices.dedup();
     let source = format!("fitted to {} candidate and {} vendor times measured with tune --dump on {}", samples.len(), vendor.len(), devices.join(", "));
-    let model = CostModel { source, vendor_row: vendor_row(&file), ..fit_all(arch, a.margin, a.token_rows, &dev, &samples, &vendor) };
+    let model = CostModel { source, vendor_row: refitted_vendor_row(&file), ..fit_all(arch, a.margin, a.token_rows, &dev, &samples, &vendor) };
     println!("{} candidates on {} problems, {} kernel calibrations", samples.len(), vendor.len(), model.calibration.len());
     let mut errors: Vec<f64> = samples.iter().filter_map(|s| Some((model.predict(&dev, &s.c, s.split, &s.p)? / s.us).ln().abs())).collect();
     errors.sort_by(f64::total_cmp);
@@ -253,8 +253,23 @@ fn row_vendor_samples(file: &TuningFile) -> Vec<VendorSample> {
 /// small-K projections (40 shapes, 19 Ks: the H100's) one below, at 0.89x. The
 /// same 40 measured on an H200 fitted one under which 19 of the 106 held-out
 /// GEMMs it ran at M = 24-100 (N >= 16032) were below 0.97x, down to 0.75x, so
-/// the H200's table keeps its 17 shapes: the count is necessary, not sufficient.
+/// the H200's table has those 40 entries but no model (`refitted_vendor_row`
+/// keeps it so): the count is necessary, not sufficient.
 const MIN_ROW_SHAPES: usize = 32;
+
+/// The per-row vendor model a full refit writes: refitted where the table has one,
+/// none where it has none (a table can hold enough per-row shapes for a model that
+/// still loses, as the H200's 40 do; `MIN_ROW_SHAPES`). `fit` without measurement
+/// files fits one on request.
+fn refitted_vendor_row(file: &TuningFile) -> Option<VendorCost> {
+    if file.planner.as_ref().is_some_and(|p| p.vendor_row.is_some()) {
+        return vendor_row(file);
+    }
+    if vendor_row(file).is_some() {
+        println!("the table has no per-row vendor model and keeps none (`fit --arch ARCH --out TABLE` alone fits one)");
+    }
+    None
+}
 
 /// The per-row vendor model (`CostModel::vendor_row`), fitted as the 16-bit one is,
 /// to the table's per-row entries; `None` where they hold fewer than
@@ -1006,6 +1021,15 @@ mod tests {
         }
         // One shape short: no model.
         assert_eq!(vendor_row(&table(&entries[..2 * MIN_ROW_SHAPES - 2])), None);
+        // A full refit refits the model of a table that has one, and adds none to a
+        // table without (whatever its entries would fit).
+        let mut with_planner = file.clone();
+        with_planner.planner = Some(unit_model(Arch::Sm90, 1.1));
+        assert_eq!(with_planner.planner.as_ref().unwrap().vendor_row, None);
+        assert_eq!(refitted_vendor_row(&with_planner), None);
+        with_planner.planner.as_mut().unwrap().vendor_row = Some(truth);
+        assert_eq!(refitted_vendor_row(&with_planner), Some(fitted));
+        assert_eq!(refitted_vendor_row(&file), None);
     }
 
     /// A fit's anchors are the new measurements' winners; the table's earlier
