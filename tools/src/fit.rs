@@ -265,9 +265,7 @@ fn refitted_vendor_row(file: &TuningFile) -> Option<VendorCost> {
     if file.planner.as_ref().is_some_and(|p| p.vendor_row.is_some()) {
         return vendor_row(file);
     }
-    if vendor_row(file).is_some() {
-        println!("the table has no per-row vendor model and keeps none (`fit --arch ARCH --out TABLE` alone fits one)");
-    }
+    println!("the table has no per-row vendor model and keeps none (`fit --arch ARCH --out TABLE` alone fits one)");
     None
 }
 
