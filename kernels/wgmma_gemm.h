@@ -100,19 +100,19 @@ struct WgmmaSplitK {
     for (int rb = 0; rb < RB; ++rb) wgmma_fence_operands(d[rb]);
   }
 
-  // The MMAs of one K block from the ring stage at `w_s` (shared address) into d.
-  static SK_DEVICE void multiply(float (&d)[RB][NACC], u32 w_s, int wg) {
-    const u32 x_s = w_s + W_STAGE;
+  // The MMAs of one K block from the ring stage `stage` bytes past the ring's base,
+  // whose descriptor low word is `ring` (wgmma_desc_sw128_base), into d.
+  static SK_DEVICE void multiply(float (&d)[RB][NACC], u32 ring, u32 stage, int wg) {
     pin(d);
     wgmma_fence();
 #pragma unroll
     for (int h = 0; h < H; ++h)
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const u64 b = wgmma_desc_sw128(x_s + h * TILE_M * 128 + 32 * s);
+        const u64 b = wgmma_desc_sw128(ring, stage + W_STAGE + h * TILE_M * 128 + 32 * s);
 #pragma unroll
         for (int rb = 0; rb < RB; ++rb) {
-          const u64 a = wgmma_desc_sw128(w_s + h * TILE_N * 128 + (wg * RB + rb) * 64 * 128 + 32 * s);
+          const u64 a = wgmma_desc_sw128(ring, stage + h * TILE_N * 128 + (wg * RB + rb) * 64 * 128 + 32 * s);
           Wgmma64<T, TILE_M>::mma(d[rb], a, b);
         }
       }
@@ -132,13 +132,14 @@ struct WgmmaSplitK {
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) issue(s, c.kb_begin + s);
+    const u32 ring = wgmma_desc_sw128_base(smem_addr(smem));
     for (int i = 0; i < nb; ++i) {
       if (i == trigger_at) pdl_launch_dependents();
       copy_wait<STAGES - 2, 1>();  // this thread's copies of block i have landed ...
       fence_proxy_async_smem();    // ... and are visible to the async proxy ...
       barrier();                   // ... for every thread; every warpgroup is done with block i-1
       issue((i + STAGES - 1) % STAGES, c.kb_begin + i + STAGES - 1);
-      multiply(d, smem_addr(smem + i % STAGES * STAGE_BYTES), tid / 128);
+      multiply(d, ring, i % STAGES * STAGE_BYTES, tid / 128);
       wgmma_wait<0>();  // the stage is free before the next barrier releases its overwrite
       pin(d);
     }
@@ -171,12 +172,13 @@ struct WgmmaSplitK {
     // Consumer group g = tid / 128 / WG multiplies the blocks i = g mod KW into its
     // own accumulators (run() adds the groups' sums in group order).
     const int lane = tid % 32, group = tid / 128 / WG;
+    const u32 ring = wgmma_desc_sw128_base(smem_addr(smem));
     for (int i = 0; i < nb; ++i) {
       if (i == trigger_at) pdl_launch_dependents();
       if (KW > 1 && i % KW != group) continue;
       const int s = i % STAGES;
       mbar_wait(full + s, (u32)(i / STAGES) & 1);
-      multiply(d, smem_addr(smem + s * STAGE_BYTES), tid / 128 % WG);
+      multiply(d, ring, s * STAGE_BYTES, tid / 128 % WG);
       wgmma_wait<1>();  // this group's previous block's MMAs are done: its stage may be refilled
       pin(d);
       if (i >= KW && lane == 0) mbar_arrive(empty + (i - KW) % STAGES);

@@ -351,11 +351,17 @@ SK_DEVICE void vd_mma(float* acc, const u32x4* w, const u32x4* x, u32 meta) {
 constexpr bool HAS_WGMMA = true;
 // Shared-memory matrix descriptor of a K-major operand in the 128-B swizzle: rows
 // of 64 bf16/f16 (128 B), 8-row groups 1024 B apart (SBO), the leading offset
-// unused (1), swizzle mode 1 (128 B) in bits 62-63. `addr` is the start, inside a
-// swizzle atom that begins on a 1024-B boundary (base offset 0); adding 32 B
-// (= +2 in the descriptor) steps 16 k.
-SK_DEVICE u64 wgmma_desc_sw128(u32 addr) {
-  return (u64)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
+// unused (1), swizzle mode 1 (128 B) in bits 62-63. The operand starts `offset`
+// bytes past the shared address whose low word wgmma_desc_sw128_base made, inside
+// a swizzle atom that begins on a 1024-B boundary (base offset 0); adding 32 B
+// (= +2 in the descriptor) steps 16 k. The low word is made once per loop and each
+// wgmma adds its offset with one 32-bit add: the operand lies in shared memory,
+// below 2^18, so the 14-bit start field cannot carry into the fixed fields.
+// Rebuilding the whole descriptor per wgmma cost 1-5 % at 24-100 tokens (H200;
+// docs/design.md, section 8.3).
+SK_DEVICE u32 wgmma_desc_sw128_base(u32 addr) { return ((addr & 0x3FFFFu) >> 4) | (1u << 16); }
+SK_DEVICE u64 wgmma_desc_sw128(u32 base, u32 offset) {
+  return (u64)(base + (offset >> 4)) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 // Generic-proxy writes to shared memory (our cp.async copies) become visible to
 // the async proxy that wgmma reads through.
