@@ -357,7 +357,7 @@ constexpr bool HAS_WGMMA = true;
 // (= +2 in the descriptor) steps 16 k. The low word is made once per loop and each
 // wgmma adds its offset with one 32-bit add: the operand lies in shared memory,
 // below 2^18, so the 14-bit start field cannot carry into the fixed fields.
-// Rebuilding the whole descriptor per wgmma cost 1-5 % at 24-100 tokens (H200;
+// Rebuilding the whole descriptor per wgmma cost 1.4-4 % at 24-104 tokens (H200;
 // docs/design.md, section 8.3).
 SK_DEVICE u32 wgmma_desc_sw128_base(u32 addr) { return ((addr & 0x3FFFFu) >> 4) | (1u << 16); }
 SK_DEVICE u64 wgmma_desc_sw128(u32 base, u32 offset) {
