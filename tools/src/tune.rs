@@ -111,10 +111,12 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         None => None,
     };
     let tuner = Tuner { rig: &rig, a, dtype, scales, rounds, progress: Progress::new(shapes.len()), ws, h, dump };
+    let mut skipped = 0;
     for (si, sh) in shapes.iter().enumerate() {
         // Model entries (tune --model, the shipped AMD tables) are replaced, not kept.
         if file.entries.iter().any(|e| same_shape(e, dtype, scales, sh) && e.source.starts_with("measured")) {
             tuner.progress.skip();
+            skipped += 1;
             continue;
         }
         tuner.progress.start(sh);
@@ -129,7 +131,16 @@ fn tune(cu: &Gpu, a: &Args) -> Result<(), String> {
         tuner.progress.inc();
     }
     tuner.progress.finish();
+    if let Some(note) = resumed_note(&out, skipped, shapes.len()) {
+        println!("{note}");
+    }
     Ok(())
+}
+
+/// What a run that skipped shapes its output file already had measured says, so
+/// that a second run into the same file is not mistaken for one that measured.
+fn resumed_note(out: &str, skipped: usize, shapes: usize) -> Option<String> {
+    (skipped > 0).then(|| format!("{out}: {skipped} of {shapes} shapes were measured there before and were skipped (resumed); give another --out to measure them again"))
 }
 
 /// The planner constants of the table shipped for `arch` (on `device`, its
@@ -704,6 +715,14 @@ mod tests {
         assert_eq!(screening_split(&splits, 40, 132), 4); // N = 640: 160 CTAs
         assert_eq!(screening_split(&splits, 4, 132), 16); // N = 64: never full, the largest
         assert_eq!(screening_split(&[], 4, 132), 1);
+    }
+
+    /// A run into a file that already measured its shapes says so, not nothing.
+    #[test]
+    fn a_resumed_run_says_what_it_skipped() {
+        assert_eq!(resumed_note("t.json", 0, 5), None);
+        let note = resumed_note("t.json", 5, 5).unwrap();
+        assert!(note.starts_with("t.json: 5 of 5 shapes were measured there before and were skipped"), "{note}");
     }
 
     /// New token counts tuned into a file split its bands; bands of other shapes,
